@@ -1,0 +1,27 @@
+// Package cluster defines the Provider abstraction every suite runs against: a Kubernetes cluster with
+// OLM, created by this framework (envtest, kind) or handed to it (an existing KUBECONFIG).
+package cluster
+
+import (
+	"context"
+
+	"k8s.io/client-go/rest"
+)
+
+// Provider is a running cluster the specs talk to. Implementations live in sub-packages
+// (cluster/envtest, cluster/kind, cluster/existing); the specs never know which one they got.
+type Provider interface {
+	// Name identifies the provider instance in logs and artifact paths.
+	Name() string
+	// Kind is the provider type: "envtest", "kind" or "existing".
+	Kind() string
+	// RESTConfig returns an admin config for the cluster. Callers must not mutate it (use rest.CopyConfig).
+	RESTConfig() *rest.Config
+	// KubeconfigPath is a kubeconfig file with the same admin credentials, for child processes.
+	KubeconfigPath() string
+	// CollectArtifacts writes provider-level diagnostics (control-plane and OLM logs) under dir.
+	CollectArtifacts(ctx context.Context, dir string) error
+	// Stop tears the cluster down (or, for clusters the run did not create, only what the run added).
+	// It is idempotent.
+	Stop(ctx context.Context) error
+}

@@ -1,0 +1,170 @@
+package localruntime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func (r *Runtime) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := req.NamespacedName
+	dep := &appsv1.Deployment{}
+	err := r.client.Get(ctx, key, dep)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.stopInstance(key, "deployment deleted")
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if dep.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.stopInstance(key, "deployment is being deleted")
+	}
+	replicas := ptrOr(dep.Spec.Replicas, 1)
+	if replicas == 0 {
+		if err := r.stopInstance(key, "scaled to zero"); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.writeStatus(ctx, dep, 0, 0, "", "")
+	}
+	ctr, registered := pickContainer(&dep.Spec.Template.Spec, r.registry)
+	if !registered {
+		if err := r.stopInstance(key, "image is not registered"); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.warnUnregistered(key, ctr.Image)
+		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "ImageNotRegistered",
+			fmt.Sprintf("image %q is not registered with the local runtime (registered: %v)", ctr.Image, r.registry.Images()))
+	}
+	w, err := resolveWorkload(ctx, r.client, dep, ctr)
+	if err != nil {
+		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "CreateContainerConfigError", err.Error())
+	}
+	in, err := r.ensureInstance(key, w)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if running, restarts, lastErr := in.state(); !running {
+		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "CrashLoopBackOff",
+			fmt.Sprintf("operator exited %d time(s), last error: %v (log: %s)", restarts, lastErr, in.logPath))
+	}
+	return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, replicas, "", "")
+}
+
+func (r *Runtime) warnUnregistered(key types.NamespacedName, image string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := key.String() + "|" + image
+	if !r.warned[id] {
+		r.warned[id] = true
+		r.log.Info("deployment stays unavailable: its image is not registered with the local runtime",
+			"deployment", key.String(), "image", image, "registered", r.registry.Images())
+	}
+}
+
+// ensureInstance starts the workload for key, replacing an instance made from another pod template.
+func (r *Runtime) ensureInstance(key types.NamespacedName, w *workload) (*instance, error) {
+	r.mu.Lock()
+	cur := r.instances[key]
+	r.mu.Unlock()
+	if cur != nil && cur.workload.hash == w.hash {
+		return cur, nil
+	}
+	if cur != nil {
+		if err := r.stopInstance(key, "pod template changed"); err != nil {
+			return nil, err
+		}
+	}
+	ep, _ := r.registry.Lookup(w.image)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil || r.ctx.Err() != nil {
+		return nil, fmt.Errorf("local runtime is stopped")
+	}
+	in, err := startInstance(r.ctx, key, w, ep, r.impersonating(key.Namespace, w.serviceAccount), r.logDir,
+		func() { r.notify(key) })
+	if err != nil {
+		return nil, err
+	}
+	r.instances[key] = in
+	r.log.Info("started operator", "deployment", key.String(), "image", w.image, "serviceAccount", w.serviceAccount, "log", in.logPath)
+	return in, nil
+}
+
+func (r *Runtime) stopInstance(key types.NamespacedName, why string) error {
+	r.mu.Lock()
+	in := r.instances[key]
+	delete(r.instances, key)
+	r.mu.Unlock()
+	if in == nil {
+		return nil
+	}
+	r.log.Info("stopping operator", "deployment", key.String(), "reason", why)
+	return in.stop(30 * time.Second)
+}
+
+// impersonating returns a config that acts as the ServiceAccount, with the groups the token
+// authenticator would give it.
+func (r *Runtime) impersonating(ns, sa string) *rest.Config {
+	cfg := rest.CopyConfig(r.admin)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: serviceaccount.MakeUsername(ns, sa),
+		Groups:   append(serviceaccount.MakeGroupNames(ns), "system:authenticated"),
+	}
+	return cfg
+}
+
+// writeStatus records replica counts and conditions the way the deployment controller would.
+func (r *Runtime) writeStatus(ctx context.Context, dep *appsv1.Deployment, want, ready int32, reason, msg string) error {
+	now := metav1.Now()
+	st := appsv1.DeploymentStatus{
+		ObservedGeneration: dep.Generation,
+		Replicas:           want,
+		UpdatedReplicas:    want,
+		ReadyReplicas:      ready,
+		AvailableReplicas:  ready,
+	}
+	st.UnavailableReplicas = want - ready
+	available := corev1.ConditionTrue
+	availReason, availMsg := "MinimumReplicasAvailable", "Deployment has minimum availability."
+	if ready < want {
+		available, availReason, availMsg = corev1.ConditionFalse, reason, msg
+	}
+	st.Conditions = []appsv1.DeploymentCondition{
+		condition(dep, appsv1.DeploymentAvailable, available, availReason, availMsg, now),
+		condition(dep, appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable",
+			fmt.Sprintf("Local runtime runs deployment %q.", dep.Name), now),
+	}
+	if equality.Semantic.DeepEqual(dep.Status, st) {
+		return nil
+	}
+	dep.Status = st
+	return r.client.Status().Update(ctx, dep)
+}
+
+// condition keeps the transition time of an unchanged condition so status writes converge.
+func condition(dep *appsv1.Deployment, t appsv1.DeploymentConditionType, s corev1.ConditionStatus, reason, msg string, now metav1.Time) appsv1.DeploymentCondition {
+	c := appsv1.DeploymentCondition{Type: t, Status: s, Reason: reason, Message: msg, LastUpdateTime: now, LastTransitionTime: now}
+	for _, old := range dep.Status.Conditions {
+		if old.Type == t && old.Status == s && old.Reason == reason && old.Message == msg {
+			c.LastUpdateTime, c.LastTransitionTime = old.LastUpdateTime, old.LastTransitionTime
+		}
+	}
+	return c
+}
+
+func ptrOr(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,148 @@
+package localruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Runtime runs registered operators for the Deployments of a cluster.
+type Runtime struct {
+	admin    *rest.Config
+	registry *Registry
+	logDir   string
+	log      logr.Logger
+
+	client  client.Client
+	changed chan event.GenericEvent
+
+	mu        sync.Mutex
+	ctx       context.Context
+	instances map[types.NamespacedName]*instance
+	warned    map[string]bool // unregistered-image warnings already logged, per deployment+image
+	stopMgr   context.CancelFunc
+	mgrDone   chan error
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime)
+
+// WithLogger sets where the runtime logs what it starts and stops.
+func WithLogger(l logr.Logger) Option { return func(r *Runtime) { r.log = l } }
+
+// New returns a runtime for the cluster behind admin. Operator logs go to logDir, one file per Deployment.
+func New(admin *rest.Config, registry *Registry, logDir string, opts ...Option) *Runtime {
+	r := &Runtime{admin: admin, registry: registry, logDir: logDir, log: logr.Discard(),
+		instances: map[types.NamespacedName]*instance{}, warned: map[string]bool{},
+		changed: make(chan event.GenericEvent, 64)}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// LogDir is where operator logs are written.
+func (r *Runtime) LogDir() string { return r.logDir }
+
+// Start watches Deployments until Stop is called. It returns once the watch is running.
+func (r *Runtime) Start(ctx context.Context) error {
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(r.admin, ctrl.Options{
+		Scheme:     scheme,
+		Logger:     r.log,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("local runtime manager: %w", err)
+	}
+	r.client = mgr.GetClient()
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("local-runtime").
+		For(&appsv1.Deployment{}).
+		WatchesRawSource(source.Channel(r.changed, &handler.EnqueueRequestForObject{})).
+		Complete(reconcile.Func(r.reconcile))
+	if err != nil {
+		return err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	r.ctx, r.stopMgr, r.mgrDone = mctx, cancel, make(chan error, 1)
+	r.mu.Unlock()
+	go func() { r.mgrDone <- mgr.Start(mctx) }()
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	defer cancelSync()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		cancel()
+		return errors.New("local runtime: deployment cache did not sync")
+	}
+	return nil
+}
+
+// Stop stops every operator and the Deployment watch.
+func (r *Runtime) Stop() error {
+	r.mu.Lock()
+	stop, done := r.stopMgr, r.mgrDone
+	instances := r.instances
+	r.instances = map[types.NamespacedName]*instance{}
+	r.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	var errs []error
+	for _, in := range instances {
+		errs = append(errs, in.stop(30*time.Second))
+	}
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Running lists the Deployments whose operators currently run.
+func (r *Runtime) Running() []types.NamespacedName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []types.NamespacedName
+	for k, in := range r.instances {
+		if running, _, _ := in.state(); running {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (r *Runtime) notify(key types.NamespacedName) {
+	dep := &appsv1.Deployment{}
+	dep.Namespace, dep.Name = key.Namespace, key.Name
+	select {
+	case r.changed <- event.GenericEvent{Object: dep}:
+	default: // a reconcile is already queued; it reads the latest state
+	}
+}

@@ -1,0 +1,124 @@
+package process
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A work directory is owned by the process whose pid is in its OwnerFile. Children started by the
+// framework (or by envtest, which knows nothing of process groups) carry the work directory in their
+// command line, so a directory whose owner is gone can be cleaned: its processes killed, then removed.
+
+// OwnerFile is the name of the file holding the owner pid inside a work directory.
+const OwnerFile = "owner.pid"
+
+// NewWorkDir creates a work directory under root owned by this process.
+func NewWorkDir(root, prefix string) (string, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(root, prefix+"-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// ReapStale removes work directories under root whose owner process is gone, first killing any process
+// whose command line mentions them. It returns what it cleaned.
+func ReapStale(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var reaped []string
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || ownerAlive(dir) {
+			continue
+		}
+		if err := KillReferencing(dir); err != nil {
+			return reaped, err
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return reaped, fmt.Errorf("remove stale work dir %s: %w", dir, err)
+		}
+		reaped = append(reaped, dir)
+	}
+	return reaped, nil
+}
+
+func ownerAlive(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, OwnerFile))
+	if err != nil {
+		// Being created right now (the owner file is written just after the directory), or not ours.
+		info, statErr := os.Stat(dir)
+		return statErr == nil && time.Since(info.ModTime()) < time.Minute
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// Referencing lists pids (other than this process) whose command line contains s.
+func Referencing(s string) []int {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var pids []int
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(data), s) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// KillReferencing SIGKILLs every process whose command line contains s and waits until they are gone.
+func KillReferencing(s string) error {
+	pids := Referencing(s)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pids) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		pids = alive(pids)
+	}
+	if len(pids) > 0 {
+		return fmt.Errorf("processes %v referencing %s survived SIGKILL", pids, s)
+	}
+	return nil
+}
+
+func alive(pids []int) []int {
+	var out []int
+	for _, pid := range pids {
+		// A zombie still answers kill(0); read its state to tell.
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(data)); len(f) > 2 && f[2] == "Z" {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}

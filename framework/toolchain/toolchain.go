@@ -1,0 +1,125 @@
+// Package toolchain finds the binaries the providers run (kube-apiserver, etcd, kube-controller-manager,
+// olm) and says which script builds them when they are missing or of the wrong version.
+package toolchain
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Pinned versions; scripts/versions.env holds the same values for the build scripts (a unit test keeps
+// the two in sync).
+const (
+	KubeVersion = "v1.37.1"
+	EtcdVersion = "v3.7.3"
+	OLMVersion  = "v0.46.0"
+)
+
+// CacheDir is where scripts/ put what they build: $CLEANUP_E2E_CACHE, else <repo>/_cache.
+func CacheDir() string {
+	if d := os.Getenv("CLEANUP_E2E_CACHE"); d != "" {
+		return d
+	}
+	return filepath.Join(RepoRoot(), "_cache")
+}
+
+// RepoRoot is the root of this repository, found from this source file (works for `go test` in this
+// repo and for consumers using a replace directive to a checkout). $CLEANUP_E2E_ROOT overrides it.
+func RepoRoot() string {
+	if d := os.Getenv("CLEANUP_E2E_ROOT"); d != "" {
+		return d
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "."
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Binary describes one tool: where the build script puts it and how to check its version.
+type Binary struct {
+	Name    string
+	Version string
+	// Dir is the cache sub-directory, e.g. "kube-v1.37.1".
+	Dir string
+	// Script builds it, relative to the repo root, with its arguments.
+	Script string
+	// VersionArgs print a line containing Version.
+	VersionArgs []string
+}
+
+var (
+	KubeAPIServer         = kube("kube-apiserver")
+	KubeControllerManager = kube("kube-controller-manager")
+	Kubectl               = kube("kubectl")
+	Etcd                  = Binary{Name: "etcd", Version: strings.TrimPrefix(EtcdVersion, "v"), Dir: "etcd-" + EtcdVersion,
+		Script: "scripts/build-etcd.sh", VersionArgs: []string{"--version"}}
+	OLM = Binary{Name: "olm", Version: OLMVersion, Dir: "olm-" + OLMVersion, Script: "scripts/build-olm.sh"}
+)
+
+func kube(name string) Binary {
+	return Binary{Name: name, Version: KubeVersion, Dir: "kube-" + KubeVersion,
+		Script: "scripts/build-kube.sh " + name, VersionArgs: []string{"--version"}}
+}
+
+// Path returns the binary's location, checking that it exists and reports the pinned version.
+// The error names the script that builds it.
+func (b Binary) Path() (string, error) {
+	p := filepath.Join(CacheDir(), "bin", b.Dir, b.Name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s %s not found at %s: build it with `%s` (or `make tools`)", b.Name, b.Version, p, b.Script)
+	}
+	if len(b.VersionArgs) > 0 {
+		out, err := exec.Command(p, b.VersionArgs...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), b.Version) {
+			return "", fmt.Errorf("%s at %s is not version %s (it says %q): rebuild it with `%s`",
+				b.Name, p, b.Version, strings.TrimSpace(firstLine(string(out))), b.Script)
+		}
+	}
+	return p, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// EnvtestAssets returns a directory holding kube-apiserver and etcd for controller-runtime's envtest.
+// A user's own assets ($KUBEBUILDER_ASSETS, e.g. from setup-envtest) win when they hold both binaries;
+// otherwise the directory is assembled (symlinks) from the binaries the scripts built.
+func EnvtestAssets() (string, error) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" && exists(filepath.Join(d, "kube-apiserver")) && exists(filepath.Join(d, "etcd")) {
+		return d, nil
+	}
+	dir := filepath.Join(CacheDir(), "bin", "envtest-"+KubeVersion)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, b := range []Binary{KubeAPIServer, Etcd} {
+		p, err := b.Path()
+		if err != nil {
+			return "", err
+		}
+		link := filepath.Join(dir, b.Name)
+		if cur, err := os.Readlink(link); err == nil && cur == p {
+			continue
+		}
+		tmp := link + ".tmp"
+		_ = os.Remove(tmp)
+		if err := os.Symlink(p, tmp); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, link); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

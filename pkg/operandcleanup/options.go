@@ -1,0 +1,136 @@
+package operandcleanup
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+)
+
+// Names this controller writes or reads on cluster objects.
+const (
+	// Finalizer is put on a CSV that opted in to cleanup (spec.cleanup.enabled: true). It keeps the CSV, and
+	// therefore the operator Deployment it owns, alive until every operand is gone.
+	Finalizer = "operatorframework.io/cleanup-apis"
+
+	// StallTimeoutAnnotation on a CSV overrides Options.StallTimeout for that CSV (a Go duration, e.g. "30s").
+	StallTimeoutAnnotation = "operatorframework.io/cleanup-stall-timeout"
+
+	// RBACCopyForLabel marks the copies of an operator's cluster RBAC kept alive during cleanup. Its value
+	// identifies the CSV: "<namespace>.<name>" when that is a valid label value, else "sha256-<hash>".
+	RBACCopyForLabel = "operatorframework.io/cleanup-rbac-for"
+	// RBACCopyCSVAnnotation on a copy holds "<namespace>/<name>" of the CSV it was made for.
+	RBACCopyCSVAnnotation = "operatorframework.io/cleanup-rbac-csv"
+	// RBACCopySourceAnnotation on a copy holds the name of the OLM-made object it copies.
+	RBACCopySourceAnnotation = "operatorframework.io/cleanup-rbac-source"
+	// RBACCopyNamePrefix starts the name of every copy.
+	RBACCopyNamePrefix = "operand-cleanup-"
+
+	// ManagedByLabel / ManagedByValue are set on the copies (app.kubernetes.io/managed-by).
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "operand-cleanup"
+
+	// PhaseCleanup is the CSV phase while operands are pending deletion. The API has no constant for it
+	// (status.phase is a free string).
+	PhaseCleanup v1alpha1.ClusterServiceVersionPhase = "Cleanup"
+	// ReasonWaitingOnCleanup is the API's constant ("WaitingOnCleanup"), not the enhancement's "CleanupWaiting".
+	ReasonWaitingOnCleanup = v1alpha1.CSVReasonWaitingForCleanupToComplete
+
+	// Event reasons (on the CSV).
+	EventReasonStalled   = "CleanupStalled"
+	EventReasonBlocked   = "CleanupBlocked"
+	EventReasonCompleted = "CleanupCompleted"
+	EventReasonAborted   = "CleanupAborted"
+	EventReasonUpgrade   = "CleanupSkippedForUpgrade"
+
+	// ControllerName names the controller, its event recorder and its field manager.
+	ControllerName = "operand-cleanup"
+)
+
+// Labels and annotations OLM sets; read only.
+const (
+	olmOwnerLabel          = "olm.owner"
+	olmOwnerNamespaceLabel = "olm.owner.namespace"
+	olmOwnerKindLabel      = "olm.owner.kind"
+	olmOwnerKindCSV        = "ClusterServiceVersion"
+	targetNamespacesAnno   = "olm.targetNamespaces" // operators/v1.OperatorGroupTargetsAnnotationKey
+)
+
+// Options tune the controller. Zero values take the defaults below.
+type Options struct {
+	// MaxPendingListed caps the number of instances listed in status.cleanup.pendingDeletion (the message
+	// always carries the total). Default 100.
+	MaxPendingListed int
+	// StallTimeout is how long the pending count may stay without decreasing before a CleanupStalled
+	// Warning event is emitted (and again every StallTimeout while stalled). Default 10m.
+	StallTimeout time.Duration
+	// DeleteConcurrency bounds the Delete calls in flight across all CSVs. Default 16.
+	DeleteConcurrency int
+	// ResyncInterval is the backstop requeue of a CSV whose cleanup is pending or blocked; progress is
+	// otherwise driven by watch events on the operands. Default 1m.
+	ResyncInterval time.Duration
+	// StatusUpdateInterval is the minimum time between two status writes of one CSV while only the
+	// pending list changes (the first write of a cleanup is immediate). Default 2s.
+	StatusUpdateInterval time.Duration
+	// InformerSyncTimeout bounds the wait for a new operand metadata informer to sync. Default 1m.
+	InformerSyncTimeout time.Duration
+	// MaxConcurrentReconciles for the CSV controller. Default 4.
+	MaxConcurrentReconciles int
+	// Now returns the current time (tests). Default time.Now.
+	Now func() time.Time
+}
+
+// Defaults used when Options leave a field zero.
+const (
+	DefaultMaxPendingListed        = 100
+	DefaultStallTimeout            = 10 * time.Minute
+	DefaultDeleteConcurrency       = 16
+	DefaultResyncInterval          = time.Minute
+	DefaultStatusUpdateInterval    = 2 * time.Second
+	DefaultInformerSyncTimeout     = time.Minute
+	DefaultMaxConcurrentReconciles = 4
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxPendingListed <= 0 {
+		o.MaxPendingListed = DefaultMaxPendingListed
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.DeleteConcurrency <= 0 {
+		o.DeleteConcurrency = DefaultDeleteConcurrency
+	}
+	if o.ResyncInterval <= 0 {
+		o.ResyncInterval = DefaultResyncInterval
+	}
+	if o.StatusUpdateInterval < 0 {
+		o.StatusUpdateInterval = 0
+	} else if o.StatusUpdateInterval == 0 {
+		o.StatusUpdateInterval = DefaultStatusUpdateInterval
+	}
+	if o.InformerSyncTimeout <= 0 {
+		o.InformerSyncTimeout = DefaultInformerSyncTimeout
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// stallTimeoutFor returns the CSV's annotation override, or the default. A malformed value falls back to
+// the default and is reported in the returned error (logged, never fatal).
+func (o Options) stallTimeoutFor(csv *v1alpha1.ClusterServiceVersion) (time.Duration, error) {
+	v, ok := csv.GetAnnotations()[StallTimeoutAnnotation]
+	if !ok {
+		return o.StallTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return o.StallTimeout, fmt.Errorf("annotation %s=%q is not a positive duration; using %s", StallTimeoutAnnotation, v, o.StallTimeout)
+	}
+	return d, nil
+}

@@ -1,0 +1,155 @@
+package operandcleanup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// operandType is one owned CRD whose instances are cleaned up.
+type operandType struct {
+	crdName    string
+	gvk        schema.GroupVersionKind
+	namespaced bool
+}
+
+// plan is what one cleanup pass may delete: owned, not required, CRD types in the target namespaces.
+type plan struct {
+	targets targets
+	types   []operandType
+	// notes explain what was skipped and why; they go into the status message.
+	notes []string
+	// allowed maps every cleanable GroupKind to whether it is namespaced.
+	allowed map[schema.GroupKind]bool
+}
+
+// allows re-verifies one object right before it is deleted: its type must be owned (and not required)
+// by the CSV and its namespace must be a target (cluster-scoped objects only for global operators).
+func (p *plan) allows(gk schema.GroupKind, namespace string) error {
+	namespaced, ok := p.allowed[gk]
+	if !ok {
+		return fmt.Errorf("%s is not an owned, non-required type of this CSV", gk)
+	}
+	if !namespaced {
+		if namespace != "" || !p.targets.all {
+			return fmt.Errorf("cluster-scoped %s may only be cleaned up by a global operator", gk)
+		}
+		return nil
+	}
+	if namespace == "" || !p.targets.contains(namespace) {
+		return fmt.Errorf("namespace %q of %s is not a target namespace (%s)", namespace, gk, p.targets)
+	}
+	return nil
+}
+
+// requiredKeys returns the names and the group/kinds of the CSV's required CRDs.
+func requiredKeys(csv *v1alpha1.ClusterServiceVersion) (map[string]bool, map[schema.GroupKind]bool) {
+	names, gks := map[string]bool{}, map[schema.GroupKind]bool{}
+	for _, d := range csv.Spec.CustomResourceDefinitions.Required {
+		names[d.Name] = true
+		if i := strings.IndexByte(d.Name, '.'); i > 0 && d.Kind != "" {
+			gks[schema.GroupKind{Group: d.Name[i+1:], Kind: d.Kind}] = true
+		}
+	}
+	return names, gks
+}
+
+// buildPlan resolves the CSV's owned CRDs from the live CRD objects (uncached: CRDs are large and only
+// needed during a cleanup) and pairs them with the target namespaces.
+func buildPlan(ctx context.Context, live client.Reader, csv *v1alpha1.ClusterServiceVersion, t targets) (*plan, error) {
+	p := &plan{targets: t, allowed: map[schema.GroupKind]bool{}}
+	reqNames, reqGKs := requiredKeys(csv)
+	var missing, notServed, required, clusterScoped []string
+	seen := map[string]bool{}
+	for _, d := range csv.Spec.CustomResourceDefinitions.Owned {
+		if d.Name == "" || seen[d.Name] {
+			continue
+		}
+		seen[d.Name] = true
+		if reqNames[d.Name] {
+			required = append(required, d.Name)
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := live.Get(ctx, types.NamespacedName{Name: d.Name}, crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, d.Name)
+				continue
+			}
+			return nil, fmt.Errorf("reading owned CRD %s: %w", d.Name, err)
+		}
+		gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+		if reqGKs[gk] {
+			required = append(required, d.Name)
+			continue
+		}
+		version := servedVersion(crd, d.Version)
+		if version == "" {
+			notServed = append(notServed, d.Name)
+			continue
+		}
+		namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+		if !namespaced && !t.all {
+			clusterScoped = append(clusterScoped, d.Name)
+			continue
+		}
+		p.types = append(p.types, operandType{crdName: d.Name, gvk: gk.WithVersion(version), namespaced: namespaced})
+		p.allowed[gk] = namespaced
+	}
+	sort.Slice(p.types, func(i, j int) bool { return p.types[i].crdName < p.types[j].crdName })
+	if len(missing) > 0 {
+		p.notes = append(p.notes, "owned CRDs not installed, skipped: "+joinCapped(missing))
+	}
+	if len(notServed) > 0 {
+		p.notes = append(p.notes, "owned CRDs without a served version, skipped: "+joinCapped(notServed))
+	}
+	if len(required) > 0 {
+		p.notes = append(p.notes, "CRDs both owned and required are never cleaned up: "+joinCapped(required))
+	}
+	if len(clusterScoped) > 0 {
+		p.notes = append(p.notes, "cluster-scoped owned CRDs skipped (operator is not global): "+joinCapped(clusterScoped))
+	}
+	return p, nil
+}
+
+// servedVersion picks the version the CSV names if served, else the storage version if served, else the
+// first served one.
+func servedVersion(crd *apiextensionsv1.CustomResourceDefinition, preferred string) string {
+	var storage, first string
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		if v.Name == preferred {
+			return v.Name
+		}
+		if v.Storage {
+			storage = v.Name
+		}
+		if first == "" {
+			first = v.Name
+		}
+	}
+	if storage != "" {
+		return storage
+	}
+	return first
+}
+
+// joinCapped joins up to 10 names, sorted, and says how many more there are.
+func joinCapped(names []string) string {
+	sort.Strings(names)
+	const max = 10
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+}

@@ -1,0 +1,168 @@
+package applier
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
+)
+
+// getLive reads the object; found is false on NotFound.
+func (a *Applier) getLive(ctx context.Context, r payload.Resource) (*unstructured.Unstructured, bool, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
+	err := a.retry(ctx, transient, func() error {
+		return a.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, live)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return live, true, nil
+}
+
+// deleteTask handles a manifest annotated release.openshift.io/delete: "true". Like the CVO it never
+// waits for the object to go: ModeUpdate issues one Delete (background propagation); every later pass
+// does one Get and reports progress. Install and reconcile never issue a Delete (nothing is created).
+func (a *Applier) deleteTask(ctx context.Context, run *runState, t target) error {
+	live, found, err := a.getLive(ctx, t.resource)
+	if err != nil {
+		return fmt.Errorf("cannot get %s to delete: %w", t.resource, err)
+	}
+	if !found {
+		return a.deleteGone(ctx, run, t.m, t.resource)
+	}
+	return a.deletePresent(ctx, run, t, live)
+}
+
+// deleteGone: the object does not exist (or its kind is not served).
+func (a *Applier) deleteGone(ctx context.Context, run *runState, m *payload.Manifest, r payload.Resource) error {
+	now := a.opts.Now()
+	rec, tracked := a.state.get(r)
+	switch {
+	case tracked && !rec.InProgress():
+		// Verified earlier; nothing to say.
+	case tracked:
+		rec.Verified = timePtr(now)
+		if err := a.state.set(ctx, rec); err != nil {
+			return err
+		}
+		a.message(run, m, SeverityInfo, payload.MsgDeleteCompleted(r))
+	default:
+		// Never seen by this applier: deleted in an earlier life, or never installed.
+		rec = DeleteRecord{Resource: r, Requested: timePtr(now), Verified: timePtr(now)}
+		if err := a.state.set(ctx, rec); err != nil {
+			return err
+		}
+		a.message(run, m, SeverityWarning, payload.MsgNotFound(r))
+	}
+	run.setOutcome(m, OutcomeDeleted)
+	return nil
+}
+
+// deletePresent: the object exists.
+func (a *Applier) deletePresent(ctx context.Context, run *runState, t target, live *unstructured.Unstructured) error {
+	r, m := t.resource, t.m
+	rec, tracked := a.state.get(r)
+	if tracked && !rec.InProgress() {
+		a.message(run, m, SeverityWarning, payload.MsgReappeared(r, *rec.Verified))
+		run.setOutcome(m, OutcomeReappeared)
+		return nil
+	}
+	if tracked {
+		if dt := live.GetDeletionTimestamp(); dt != nil {
+			rec.Expected = timePtr(dt.Time)
+			if err := a.state.set(ctx, rec); err != nil {
+				return err
+			}
+			a.message(run, m, SeverityInfo, payload.MsgDeleteExpectedBy(r, dt.Time))
+		} else {
+			a.message(run, m, SeverityInfo, payload.MsgDeleteAlreadyRequested(r))
+		}
+		run.setOutcome(m, OutcomeDeleteInProgress)
+		return nil
+	}
+	if run.mode != ModeUpdate {
+		a.message(run, m, SeverityInfo, fmt.Sprintf("%s exists; its delete is only requested when updating to a new payload.", r))
+		run.setOutcome(m, OutcomeDeleteNotRequested)
+		return nil
+	}
+	err := a.retry(ctx, transient, func() error {
+		return a.c.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
+	now := a.opts.Now()
+	if apierrors.IsNotFound(err) {
+		rec = DeleteRecord{Resource: r, Requested: timePtr(now), Verified: timePtr(now)}
+		if err := a.state.set(ctx, rec); err != nil {
+			return err
+		}
+		a.message(run, m, SeverityInfo, payload.MsgDeleteRequested(r))
+		a.message(run, m, SeverityInfo, payload.MsgDeleteCompleted(r))
+		run.setOutcome(m, OutcomeDeleted)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete request for %s failed: %w", r, err)
+	}
+	rec = DeleteRecord{Resource: r, Requested: timePtr(now)}
+	if dt := live.GetDeletionTimestamp(); dt != nil {
+		rec.Expected = timePtr(dt.Time)
+	}
+	if err := a.state.set(ctx, rec); err != nil {
+		return fmt.Errorf("delete of %s requested but not persisted: %w", r, err)
+	}
+	a.message(run, m, SeverityInfo, payload.MsgDeleteRequested(r))
+	run.setOutcome(m, OutcomeDeleteRequested)
+	return nil
+}
+
+// refreshOrphanDeletes checks unverified deletions whose manifests are not in p (the payload moved
+// on), so they can complete and Upgradeable can clear.
+func (a *Applier) refreshOrphanDeletes(ctx context.Context, run *runState, p *payload.Payload) {
+	inPayload := map[string]bool{}
+	for _, m := range p.Manifests {
+		gvk := m.GVK()
+		for _, ns := range []string{m.Obj.GetNamespace(), ""} {
+			inPayload[payload.Resource{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: m.Obj.GetName()}.Key()] = true
+		}
+	}
+	for _, rec := range a.state.inProgress() {
+		if inPayload[rec.Resource.Key()] {
+			continue
+		}
+		a.checkDelete(ctx, run, rec)
+	}
+}
+
+// verifyInProgress does a Get for every unverified deletion and returns those still present.
+func (a *Applier) verifyInProgress(ctx context.Context, run *runState) []string {
+	for _, rec := range a.state.inProgress() {
+		a.checkDelete(ctx, run, rec)
+	}
+	return a.state.inProgressNames()
+}
+
+// checkDelete marks rec verified if its object is gone (or its kind is no longer served).
+func (a *Applier) checkDelete(ctx context.Context, run *runState, rec DeleteRecord) {
+	_, found, err := a.getLive(ctx, rec.Resource)
+	if err != nil && !isNoMatch(err) {
+		a.message(run, nil, SeverityWarning, fmt.Sprintf("Cannot check delete progress of %s: %v", rec.Resource, err))
+		return
+	}
+	if found {
+		return
+	}
+	rec.Verified = timePtr(a.opts.Now())
+	if err := a.state.set(ctx, rec); err != nil {
+		a.message(run, nil, SeverityWarning, fmt.Sprintf("Cannot persist applier state: %v", err))
+	}
+	a.message(run, nil, SeverityInfo, payload.MsgDeleteCompleted(rec.Resource))
+}

@@ -1,0 +1,119 @@
+package applier
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
+)
+
+// tracker is the in-memory State with its persistence; safe for concurrent tasks.
+type tracker struct {
+	store StateStore
+
+	mu      sync.Mutex
+	loaded  bool
+	state   State
+	deletes map[string]*DeleteRecord // by Resource.Key()
+	saveMu  sync.Mutex
+}
+
+func (t *tracker) load(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.loaded {
+		return nil
+	}
+	s, err := t.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	t.state = s
+	t.deletes = map[string]*DeleteRecord{}
+	for i := range s.Deletes {
+		d := s.Deletes[i]
+		t.deletes[d.Resource.Key()] = &d
+	}
+	t.loaded = true
+	return nil
+}
+
+func (t *tracker) get(r payload.Resource) (DeleteRecord, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.deletes[r.Key()]
+	if !ok {
+		return DeleteRecord{}, false
+	}
+	return *d, true
+}
+
+// set records d and persists the state.
+func (t *tracker) set(ctx context.Context, d DeleteRecord) error {
+	t.mu.Lock()
+	t.deletes[d.Resource.Key()] = &d
+	t.mu.Unlock()
+	return t.save(ctx)
+}
+
+func (t *tracker) version() (string, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state.Version, t.state.Hash
+}
+
+func (t *tracker) setVersion(ctx context.Context, version, hash string) error {
+	t.mu.Lock()
+	t.state.Version, t.state.Hash = version, hash
+	t.mu.Unlock()
+	return t.save(ctx)
+}
+
+// inProgress returns the unverified deletions.
+func (t *tracker) inProgress() []DeleteRecord {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []DeleteRecord
+	for _, d := range t.deletes {
+		if d.InProgress() {
+			out = append(out, *d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource.String() < out[j].Resource.String() })
+	return out
+}
+
+// inProgressNames returns the unverified deletions as sorted Resource strings.
+func (t *tracker) inProgressNames() []string {
+	var out []string
+	for _, d := range t.inProgress() {
+		out = append(out, d.Resource.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (t *tracker) snapshot() State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := State{Version: t.state.Version, Hash: t.state.Hash}
+	keys := make([]string, 0, len(t.deletes))
+	for k := range t.deletes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s.Deletes = append(s.Deletes, *t.deletes[k])
+	}
+	return s
+}
+
+func (t *tracker) save(ctx context.Context) error {
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	return t.store.Save(ctx, t.snapshot())
+}
+
+func timePtr(t time.Time) *time.Time { return &t }

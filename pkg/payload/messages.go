@@ -1,0 +1,68 @@
+package payload
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The CVO's delete-progress messages. X is Resource.String(); times are RFC 3339 (UTC).
+
+// MsgDeleteRequested: a Delete was just issued.
+func MsgDeleteRequested(r Resource) string { return fmt.Sprintf("Delete requested for %s.", r) }
+
+// MsgDeleteExpectedBy: the object has a deletionTimestamp; its delete is expected by then.
+func MsgDeleteExpectedBy(r Resource, t time.Time) string {
+	return fmt.Sprintf("Delete of %s is expected by %s.", r, FormatTime(t))
+}
+
+// MsgDeleteAlreadyRequested: the delete was requested earlier and the object is still there.
+func MsgDeleteAlreadyRequested(r Resource) string {
+	return fmt.Sprintf("Delete of %s has already been requested.", r)
+}
+
+// MsgDeleteCompleted: the object is gone after a requested delete.
+func MsgDeleteCompleted(r Resource) string { return fmt.Sprintf("Delete of %s completed.", r) }
+
+// MsgReappeared (warning): the object exists again after its delete was verified at t.
+func MsgReappeared(r Resource, t time.Time) string {
+	return fmt.Sprintf("%s has reappeared after having been deleted at %s.", r, FormatTime(t))
+}
+
+// MsgNotFound (warning): the object was never seen by this applier and does not exist.
+func MsgNotFound(r Resource) string {
+	return fmt.Sprintf("%s not found. It either has already been removed or it has never been installed on this cluster.", r)
+}
+
+// FormatTime is the time format of the messages.
+func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// Upgradeable condition values while deletions are unverified.
+const (
+	ReasonResourceDeletionInProgress = "ResourceDeletionInProgress"
+	ReasonAsExpected                 = "AsExpected"
+)
+
+// UpgradeableMessage is the Upgradeable=False message for the given unverified deletions
+// (Resource.String() values); they are sorted and comma-joined.
+func UpgradeableMessage(resources []string) string {
+	sorted := append([]string(nil), resources...)
+	sort.Strings(sorted)
+	return "Cluster minor or major version upgrades are not allowed while resource deletions are in progress; resources=" +
+		strings.Join(sorted, ",")
+}
+
+// CanUpgrade decides whether an upgrade from current to target may start while the given deletions
+// are unverified: z-stream (patch) updates always may; minor and major updates may not while any
+// deletion is in progress. The message explains a refusal.
+func CanUpgrade(current, target string, deletesInProgress []string) (bool, string, error) {
+	kind, err := ClassifyUpdate(current, target)
+	if err != nil {
+		return false, "", err
+	}
+	if kind.Gated() && len(deletesInProgress) > 0 {
+		return false, UpgradeableMessage(deletesInProgress), nil
+	}
+	return true, "", nil
+}

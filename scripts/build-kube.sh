@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds Kubernetes control-plane binaries at $KUBE_VERSION from the Go module proxy.
+#
+# k8s.io/kubernetes replaces its staging modules with ./staging paths, so `go install` cannot build it.
+# We generate a wrapper module that requires k8s.io/kubernetes and points each staging module at its
+# published version, then build the upstream main packages from that module.
+#
+# Usage: scripts/build-kube.sh [binary...]   (default: kube-apiserver kube-controller-manager)
+. "$(dirname "$0")/lib.sh"
+
+ALL="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
+want=${*:-kube-apiserver kube-controller-manager}
+out=$BIN_DIR/kube-$KUBE_VERSION
+src=$CACHE_DIR/src/kube-$KUBE_VERSION
+mkdir -p "$out" "$src"
+
+write_wrapper() {
+  local mod
+  mod=$(cd "$src" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  [ -f "$mod" ] || die "could not download k8s.io/kubernetes@$KUBE_VERSION from the Go module proxy"
+  {
+    echo "module cleanup-e2e.local/kube-wrapper"
+    echo
+    echo "go 1.25"
+    echo
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo
+    grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$mod" | awk -v v="$KUBE_STAGING_VERSION" '{print "replace " $1 " => " $1 " " v}'
+  } > "$src/go.mod.new"
+  mv "$src/go.mod.new" "$src/go.mod"
+  echo "package wrapper" > "$src/doc.go"
+}
+
+if ! stamp_ok "$src/.stamp" "$KUBE_VERSION/$KUBE_STAGING_VERSION"; then
+  step "generate kubernetes wrapper module ($KUBE_VERSION)" write_wrapper
+  echo "$KUBE_VERSION/$KUBE_STAGING_VERSION" > "$src/.stamp"
+fi
+
+major=${KUBE_VERSION#v}; major=${major%%.*}
+minor=${KUBE_VERSION#v*.}; minor=${minor%%.*}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+  ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+done
+
+for b in $want; do
+  case " $ALL " in *" $b "*) ;; *) die "unknown binary $b (known: $ALL)";; esac
+  if [ -x "$out/$b" ] && "$out/$b" --version 2>/dev/null | grep -q "$KUBE_VERSION"; then
+    log "$b $KUBE_VERSION cached at $out/$b"
+    continue
+  fi
+  step "build $b $KUBE_VERSION (cold: minutes; cached Go build: seconds)" \
+    go_wrapper_build "$src" "$out/$b" "k8s.io/kubernetes/cmd/$b" -tags selinux,notest,grpcnotrace -ldflags "$ldflags"
+done

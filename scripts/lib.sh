@@ -1,0 +1,35 @@
+# Shared helpers for the toolchain scripts: logging with timings, the cache layout, pinned versions.
+# Sourced, never executed.
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=versions.env
+. "$REPO_ROOT/scripts/versions.env"
+
+# Everything built lands here (gitignored). Override to share one cache between checkouts.
+CACHE_DIR=${CLEANUP_E2E_CACHE:-$REPO_ROOT/_cache}
+BIN_DIR=$CACHE_DIR/bin
+mkdir -p "$BIN_DIR"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# step NAME CMD...: runs CMD, printing what it does and how long it took.
+step() {
+  local name=$1; shift
+  local start=$SECONDS
+  log "==> $name"
+  "$@"
+  log "<== $name done in $((SECONDS - start))s"
+}
+
+# stamp_ok FILE CONTENT: true when FILE exists and holds CONTENT (the inputs a cached output was made from).
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+
+# go_wrapper_build DIR OUT PKG [FLAGS...]: builds main package PKG (from a dependency module) in the
+# wrapper module DIR into OUT, atomically so that an interrupted build never leaves a half binary.
+go_wrapper_build() {
+  local dir=$1 out=$2 pkg=$3; shift 3
+  (cd "$dir" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath "$@" -o "$out.tmp" "$pkg")
+  mv -f "$out.tmp" "$out"
+}
