@@ -73,18 +73,22 @@ func ownerAlive(dir string) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
-// Referencing lists pids (other than this process) whose command line contains s.
+// Referencing lists pids (other than this process) whose command line or environment contains s
+// (envtest's etcd and kube-apiserver get the work dir as flags; olm gets KUBECONFIG=<work dir>/...).
 func Referencing(s string) []int {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var pids []int
-	for _, p := range procs {
-		data, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(data), s) {
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err == nil && pid != os.Getpid() {
-			pids = append(pids, pid)
+		for _, f := range []string{"cmdline", "environ"} {
+			data, err := os.ReadFile(filepath.Join(dir, f))
+			if err == nil && strings.Contains(string(data), s) {
+				pids = append(pids, pid)
+				break
+			}
 		}
 	}
 	return pids

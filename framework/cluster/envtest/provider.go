@@ -1,0 +1,262 @@
+// Package envtest is the Provider that needs no Docker: a real kube-apiserver and etcd (controller-runtime
+// envtest), kube-controller-manager for namespace deletion and garbage collection, the real olm-operator
+// as a child process, and a local runtime that runs operators' Deployments in-process.
+package envtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
+)
+
+// Provider is a running envtest cluster. Create it with New; Stop it when done.
+type Provider struct {
+	opts       options
+	workDir    string
+	kubeconfig string
+	env        *crenvtest.Environment
+	cfg        *rest.Config
+	kcm        *process.Process
+	olm        *process.Process
+	runtime    *localruntime.Runtime
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New starts a provider and returns once it is usable: control plane up, garbage collector working,
+// OLM reconciling (unless WithoutOLM) and the local runtime watching Deployments. On error, everything
+// started so far is stopped.
+func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	start := time.Now()
+	if reaped, err := process.ReapStale(o.workRoot); err != nil {
+		o.log.Info("could not reap stale work dirs", "error", err.Error())
+	} else if len(reaped) > 0 {
+		o.log.Info("reaped work dirs of runs that died", "dirs", reaped)
+	}
+	p := &Provider{opts: o}
+	if p.workDir, err = process.NewWorkDir(o.workRoot, o.name); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = p.Stop(context.Background())
+		}
+	}()
+	if err := p.startControlPlane(); err != nil {
+		return nil, err
+	}
+	c, err := p.client()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.step("kube-controller-manager", func() error { return p.startKCM(ctx, c) }); err != nil {
+		return nil, err
+	}
+	if o.olm {
+		if err := p.step("olm-operator "+toolchain.OLMVersion, func() error { return p.startOLM(ctx, c) }); err != nil {
+			return nil, err
+		}
+	}
+	p.runtime = localruntime.New(p.cfg, o.registry, filepath.Join(p.workDir, "logs", "operators"),
+		localruntime.WithLogger(o.log.WithName("local-runtime")))
+	if err := p.step("local operator runtime", func() error { return p.runtime.Start(context.WithoutCancel(ctx)) }); err != nil {
+		return nil, err
+	}
+	o.log.Info("provider ready", "name", o.name, "workDir", p.workDir, "took", time.Since(start).Round(time.Millisecond).String())
+	return p, nil
+}
+
+func (p *Provider) step(what string, fn func() error) error {
+	start := time.Now()
+	p.opts.log.Info("starting " + what)
+	if err := fn(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	p.opts.log.Info("started "+what, "took", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+// startControlPlane starts etcd and kube-apiserver, retrying on another set of ports when one was
+// taken between envtest choosing it and the server binding it.
+func (p *Provider) startControlPlane() error {
+	assets, err := toolchain.EnvtestAssets()
+	if err != nil {
+		return err
+	}
+	crds := append([]*apiextensionsv1.CustomResourceDefinition{}, p.opts.crds...)
+	if p.opts.olm {
+		olmCRDs, err := olm.CRDs()
+		if err != nil {
+			return err
+		}
+		crds = append(crds, olmCRDs...)
+	}
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		err := p.step(fmt.Sprintf("etcd + kube-apiserver %s (attempt %d)", toolchain.KubeVersion, attempt), func() error {
+			return p.tryControlPlane(assets, crds, attempt)
+		})
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		p.opts.log.Info("control plane did not start; retrying on new ports", "error", err.Error())
+	}
+	return lastErr
+}
+
+func (p *Provider) tryControlPlane(assets string, crds []*apiextensionsv1.CustomResourceDefinition, attempt int) error {
+	dir := filepath.Join(p.workDir, fmt.Sprintf("controlplane-%d", attempt))
+	logs := filepath.Join(p.workDir, "logs")
+	for _, d := range []string{logs, filepath.Join(dir, "etcd"), filepath.Join(dir, "apiserver")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	apiLog, err := os.Create(filepath.Join(logs, "kube-apiserver.log"))
+	if err != nil {
+		return err
+	}
+	etcdLog, err := os.Create(filepath.Join(logs, "etcd.log"))
+	if err != nil {
+		return err
+	}
+	env := &crenvtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDs:                     crds,
+		CRDDirectoryPaths:        p.opts.crdPaths,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	env.ControlPlane.Etcd = &crenvtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog}
+	env.ControlPlane.APIServer = &crenvtest.APIServer{CertDir: filepath.Join(dir, "apiserver"), Out: apiLog, Err: apiLog}
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		_ = process.KillReferencing(dir)
+		return err
+	}
+	p.env, p.cfg = env, cfg
+	return p.writeKubeconfig()
+}
+
+// writeKubeconfig writes an admin kubeconfig for the child processes and for users poking at the cluster.
+func (p *Provider) writeKubeconfig() error {
+	user, err := p.env.AddUser(crenvtest.User{Name: "cleanup-e2e-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	p.kubeconfig = filepath.Join(p.workDir, "kubeconfig")
+	return os.WriteFile(p.kubeconfig, data, 0o600)
+}
+
+func (p *Provider) startKCM(ctx context.Context, c client.Client) error {
+	kcm, err := startControllerManager(p.workDir, p.kubeconfig)
+	if err != nil {
+		return err
+	}
+	p.kcm = kcm
+	return garbageCollecting(ctx, c, kcm)
+}
+
+func (p *Provider) startOLM(ctx context.Context, c client.Client) error {
+	proc, err := startOLM(ctx, c, p.workDir, p.kubeconfig)
+	if err != nil {
+		return err
+	}
+	p.olm = proc
+	return waitOLM(ctx, c, proc, p.opts)
+}
+
+func (p *Provider) client() (client.Client, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, operatorsv1.AddToScheme, operatorsv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return client.New(p.cfg, client.Options{Scheme: scheme})
+}
+
+// Name implements cluster.Provider.
+func (p *Provider) Name() string { return p.opts.name }
+
+// Kind implements cluster.Provider.
+func (p *Provider) Kind() string { return "envtest" }
+
+// RESTConfig implements cluster.Provider.
+func (p *Provider) RESTConfig() *rest.Config { return p.cfg }
+
+// KubeconfigPath implements cluster.Provider.
+func (p *Provider) KubeconfigPath() string { return p.kubeconfig }
+
+// WorkDir is the provider's private directory (kubeconfig, logs, etcd data). Removed by Stop.
+func (p *Provider) WorkDir() string { return p.workDir }
+
+// Runtime is the local runtime running operators' Deployments.
+func (p *Provider) Runtime() *localruntime.Runtime { return p.runtime }
+
+// Registry is the set of images the local runtime can run; register more before installing operators.
+func (p *Provider) Registry() *localruntime.Registry { return p.opts.registry }
+
+// Stop stops the operators, OLM, kube-controller-manager and the control plane, kills anything left
+// that references the work dir, and removes it. Idempotent.
+func (p *Provider) Stop(ctx context.Context) error {
+	p.stopOnce.Do(func() {
+		start := time.Now()
+		var errs []error
+		if p.runtime != nil {
+			errs = append(errs, p.runtime.Stop())
+		}
+		for _, proc := range []*process.Process{p.olm, p.kcm} {
+			if proc != nil {
+				errs = append(errs, proc.Stop(10*time.Second))
+			}
+		}
+		if p.env != nil {
+			errs = append(errs, p.env.Stop())
+		}
+		if p.workDir != "" {
+			errs = append(errs, process.KillReferencing(p.workDir))
+			errs = append(errs, os.RemoveAll(p.workDir))
+		}
+		p.stopErr = errors.Join(errs...)
+		p.opts.log.Info("provider stopped", "name", p.opts.name, "took", time.Since(start).Round(time.Millisecond).String())
+	})
+	return p.stopErr
+}
+
+// CollectArtifacts implements cluster.Provider: the logs of every process the provider ran.
+func (p *Provider) CollectArtifacts(_ context.Context, dir string) error {
+	return copyTree(filepath.Join(p.workDir, "logs"), dir)
+}
+

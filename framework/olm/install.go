@@ -1,0 +1,161 @@
+package olm
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// InstallCSVInput describes a direct install: the CSV and CRDs of a bundle, applied without a catalog
+// the way OLM's catalog operator would apply an InstallPlan.
+type InstallCSVInput struct {
+	Client client.Client
+	CSV    *operatorsv1alpha1.ClusterServiceVersion
+	CRDs   []*apiextensionsv1.CustomResourceDefinition
+	// Namespace the operator is installed in.
+	Namespace string
+	// InstallMode and TargetNamespaces define the OperatorGroup (see TargetNamespaces).
+	InstallMode      operatorsv1alpha1.InstallModeType
+	TargetNamespaces []string
+	// Cleanup sets spec.cleanup.enabled on the CSV (nil keeps what the bundle says).
+	Cleanup *bool
+	// Timeout bounds the wait for the CSV to succeed (default 3m).
+	Timeout time.Duration
+}
+
+// InstallCSV installs the operator directly and waits until its CSV is Succeeded. It returns the live CSV.
+func InstallCSV(ctx context.Context, in InstallCSVInput) (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	if in.CSV == nil || in.Client == nil || in.Namespace == "" {
+		return nil, fmt.Errorf("InstallCSVInput needs Client, CSV and Namespace")
+	}
+	targets, err := TargetNamespaces(in.InstallMode, in.Namespace, in.TargetNamespaces)
+	if err != nil {
+		return nil, fmt.Errorf("CSV %s: %w", in.CSV.Name, err)
+	}
+	if !supportsMode(in.CSV, in.InstallMode) {
+		return nil, fmt.Errorf("CSV %s does not support install mode %s (spec.installModes)", in.CSV.Name, in.InstallMode)
+	}
+	if err := EnsureNamespaces(ctx, in.Client, append([]string{in.Namespace}, targets...)...); err != nil {
+		return nil, err
+	}
+	if _, err := EnsureOperatorGroup(ctx, in.Client, in.Namespace, targets); err != nil {
+		return nil, err
+	}
+	if err := ApplyCRDs(ctx, in.Client, in.CRDs); err != nil {
+		return nil, err
+	}
+	csv, err := createCSV(ctx, in.Client, in.CSV, in.Namespace, in.Cleanup)
+	if err != nil {
+		return nil, err
+	}
+	if err := CreateRequirements(ctx, in.Client, csv); err != nil {
+		return nil, err
+	}
+	if err := nudge(ctx, in.Client, csv); err != nil {
+		return nil, err
+	}
+	return WaitForCSVPhase(ctx, in.Client, types.NamespacedName{Namespace: in.Namespace, Name: csv.Name},
+		operatorsv1alpha1.CSVPhaseSucceeded, orDefault(in.Timeout, 3*time.Minute))
+}
+
+func supportsMode(csv *operatorsv1alpha1.ClusterServiceVersion, mode operatorsv1alpha1.InstallModeType) bool {
+	for _, m := range csv.Spec.InstallModes {
+		if m.Type == mode {
+			return m.Supported
+		}
+	}
+	return false
+}
+
+func createCSV(ctx context.Context, c client.Client, src *operatorsv1alpha1.ClusterServiceVersion, ns string, cleanup *bool) (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	csv := src.DeepCopy()
+	csv.Namespace = ns
+	csv.ResourceVersion, csv.UID = "", ""
+	csv.Status = operatorsv1alpha1.ClusterServiceVersionStatus{}
+	if cleanup != nil {
+		csv.Spec.Cleanup.Enabled = *cleanup
+	}
+	if err := c.Create(ctx, csv); err != nil {
+		return nil, fmt.Errorf("create CSV %s/%s: %w", ns, csv.Name, err)
+	}
+	return csv, nil
+}
+
+// nudge makes OLM look at the CSV again: it may have checked requirements before they existed.
+func nudge(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion) error {
+	patch := client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{"cleanup-e2e.io/requirements-created":%q}}}`, time.Now().UTC().Format(time.RFC3339Nano))))
+	return client.IgnoreNotFound(c.Patch(ctx, csv, patch))
+}
+
+// ApplyCRDs creates or updates the CRDs and waits until each is Established.
+func ApplyCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	for _, src := range crds {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		crd.Name = src.Name
+		if _, err := controllerutil.CreateOrUpdate(ctx, c, crd, func() error {
+			crd.Labels = merge(crd.Labels, src.Labels)
+			crd.Spec = src.Spec
+			return nil
+		}); err != nil {
+			return fmt.Errorf("apply CRD %s: %w", src.Name, err)
+		}
+	}
+	for _, src := range crds {
+		if err := waitEstablished(ctx, c, src.Name, time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitEstablished(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
+	return poll(ctx, timeout, func() (bool, string) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("CRD %s is not Established yet (conditions: %v)", name, crd.Status.Conditions)
+	})
+}
+
+// poll calls check every 250ms until it returns true or timeout passes; the error carries check's last word.
+func poll(ctx context.Context, timeout time.Duration, check func() (bool, string)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := ""
+	for {
+		ok, why := check()
+		if ok {
+			return nil
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out after %s: %s", timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// isGone reports whether err says the object does not exist.
+func isGone(err error) bool { return apierrors.IsNotFound(err) }

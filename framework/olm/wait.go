@@ -1,0 +1,62 @@
+package olm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WaitForCSVPhase waits until the CSV reaches phase. On timeout the error names the CSV, its phase,
+// reason and message, and every requirement that is not Present.
+func WaitForCSVPhase(ctx context.Context, c client.Client, key types.NamespacedName, phase operatorsv1alpha1.ClusterServiceVersionPhase, timeout time.Duration) (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	err := poll(ctx, timeout, func() (bool, string) {
+		if err := c.Get(ctx, key, csv); err != nil {
+			return false, fmt.Sprintf("CSV %s: %v", key, err)
+		}
+		if csv.Status.Phase == phase {
+			return true, ""
+		}
+		return false, fmt.Sprintf("CSV %s wants phase %s: %s", key, phase, DescribeCSV(csv))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return csv, nil
+}
+
+// WaitForCSVGone waits until the CSV no longer exists.
+func WaitForCSVGone(ctx context.Context, c client.Client, key types.NamespacedName, timeout time.Duration) error {
+	return poll(ctx, timeout, func() (bool, string) {
+		csv := &operatorsv1alpha1.ClusterServiceVersion{}
+		err := c.Get(ctx, key, csv)
+		if isGone(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, fmt.Sprintf("CSV %s still exists (finalizers %v, deletionTimestamp %v): %s",
+			key, csv.Finalizers, csv.DeletionTimestamp, DescribeCSV(csv))
+	})
+}
+
+// DescribeCSV summarises a CSV's state for failure messages.
+func DescribeCSV(csv *operatorsv1alpha1.ClusterServiceVersion) string {
+	var missing []string
+	for _, r := range csv.Status.RequirementStatus {
+		if r.Status != operatorsv1alpha1.RequirementStatusReasonPresent {
+			missing = append(missing, fmt.Sprintf("%s %s %s (%s)", r.Kind, r.Name, r.Status, r.Message))
+		}
+	}
+	s := fmt.Sprintf("phase=%q reason=%q message=%q", csv.Status.Phase, csv.Status.Reason, csv.Status.Message)
+	if len(missing) > 0 {
+		s += "; requirements not present: " + strings.Join(missing, "; ")
+	}
+	return s
+}
