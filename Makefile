@@ -1,0 +1,30 @@
+# cleanup-e2e — see README.md. Every target builds what it needs first; outputs are cached in _cache/.
+SHELL := /usr/bin/env bash
+ARTIFACTS ?= $(CURDIR)/_artifacts
+PROVIDER ?= envtest
+export ARTIFACTS PROVIDER
+
+.PHONY: all tools test e2e unit bench generate verify clean help
+
+all: test
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+tools: ## build kube-apiserver, kube-controller-manager, etcd and olm from the Go module proxy (cached)
+	@scripts/tools.sh
+
+test: tools ## unit tests + every suite on the envtest provider (the CI job)
+	@scripts/test.sh
+
+e2e: tools ## the main job: every suite on $(PROVIDER), JUnit and artifacts under $(ARTIFACTS)
+	@scripts/e2e.sh
+
+unit: ## unit tests only (no cluster binaries needed for most packages)
+	go test -count=1 $$(go list ./... | grep -v '/e2e/')
+
+bench: tools ## benchmarks, printed as ratios measured side by side
+	go test -run '^$$' -bench . -benchtime 1x ./pkg/...
+
+clean: ## remove artifacts (keeps the binary cache; rm -rf _cache for a cold start)
+	rm -rf $(ARTIFACTS)

@@ -1,0 +1,75 @@
+package toolchain
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The build scripts and the Go code must agree on versions, or binaries are rebuilt forever or
+// rejected as the wrong version.
+func TestVersionsMatchScripts(t *testing.T) {
+	f, err := os.Open(filepath.Join(RepoRoot(), "scripts", "versions.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && !strings.HasPrefix(k, "#") {
+			env[k] = v
+		}
+	}
+	for key, want := range map[string]string{"KUBE_VERSION": KubeVersion, "ETCD_VERSION": EtcdVersion, "OLM_VERSION": OLMVersion} {
+		if env[key] != want {
+			t.Errorf("scripts/versions.env %s=%q, framework/toolchain says %q", key, env[key], want)
+		}
+	}
+}
+
+func TestMissingBinaryNamesItsScript(t *testing.T) {
+	t.Setenv("CLEANUP_E2E_CACHE", t.TempDir())
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	_, err := KubeAPIServer.Path()
+	if err == nil || !strings.Contains(err.Error(), "scripts/build-kube.sh kube-apiserver") {
+		t.Fatalf("error %v should name scripts/build-kube.sh", err)
+	}
+	if _, err := EnvtestAssets(); err == nil || !strings.Contains(err.Error(), "scripts/build-") {
+		t.Fatalf("EnvtestAssets error %v should name a build script", err)
+	}
+}
+
+func TestWrongVersionNamesItsScript(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("CLEANUP_E2E_CACHE", cache)
+	dir := filepath.Join(cache, "bin", KubeAPIServer.Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fake := "#!/bin/sh\necho Kubernetes v1.30.0\n"
+	if err := os.WriteFile(filepath.Join(dir, "kube-apiserver"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := KubeAPIServer.Path()
+	if err == nil || !strings.Contains(err.Error(), "is not version "+KubeVersion) || !strings.Contains(err.Error(), "v1.30.0") ||
+		!strings.Contains(err.Error(), "scripts/build-kube.sh") {
+		t.Fatalf("error %v should say the version is wrong and name the script", err)
+	}
+}
+
+func TestUserEnvtestAssetsWin(t *testing.T) {
+	dir := t.TempDir()
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if err := os.WriteFile(filepath.Join(dir, b), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("KUBEBUILDER_ASSETS", dir)
+	got, err := EnvtestAssets()
+	if err != nil || got != dir {
+		t.Fatalf("EnvtestAssets() = %q, %v; want the user's %q", got, err, dir)
+	}
+}
