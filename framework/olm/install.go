@@ -82,11 +82,33 @@ func createCSV(ctx context.Context, c client.Client, src *operatorsv1alpha1.Clus
 	if cleanup != nil {
 		csv.Spec.Cleanup.Enabled = *cleanup
 	}
-	if err := c.Create(ctx, csv); err != nil {
+	// A copied CSV of a global install of the same operator may still sit in the namespace while OLM
+	// removes the copies of a parent that is going away: wait for it rather than fail.
+	err := poll(ctx, time.Minute, func() (bool, string) {
+		err := c.Create(ctx, csv)
+		if err == nil {
+			return true, ""
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return false, err.Error()
+		}
+		existing := &operatorsv1alpha1.ClusterServiceVersion{}
+		if getErr := c.Get(ctx, client.ObjectKeyFromObject(csv), existing); getErr != nil {
+			return false, getErr.Error()
+		}
+		if from, copied := existing.Labels[LabelCopiedFrom]; copied {
+			return false, fmt.Sprintf("a CSV copied from namespace %s by a global install is still there", from)
+		}
+		return false, "a CSV of that name is already installed there"
+	})
+	if err != nil {
 		return nil, fmt.Errorf("create CSV %s/%s: %w", ns, csv.Name, err)
 	}
 	return csv, nil
 }
+
+// LabelCopiedFrom marks the copies OLM makes of a CSV in the target namespaces of a global operator.
+const LabelCopiedFrom = "olm.copiedFrom"
 
 // nudge makes OLM look at the CSV again: it may have checked requirements before they existed.
 func nudge(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion) error {

@@ -36,10 +36,11 @@ func csvOwnerRef(csv *operatorsv1alpha1.ClusterServiceVersion) metav1.OwnerRefer
 		BlockOwnerDeletion: ptr.To(false), Controller: ptr.To(false)}
 }
 
-// rbacName is unique per (namespace, CSV, service account, index): the same CSV may be installed in
-// several namespaces, and ClusterRoles are cluster-wide.
-func rbacName(csv *operatorsv1alpha1.ClusterServiceVersion, sa string, i int) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%s/%s/%d", csv.Namespace, csv.Name, sa, i)))
+// rbacName is unique per (namespace, CSV, service account, scope, index): the same CSV may be
+// installed in several namespaces, ClusterRoles are cluster-wide, and for a global operator OLM makes
+// a ClusterRole named after each Role, so Role and ClusterRole names must never meet.
+func rbacName(csv *operatorsv1alpha1.ClusterServiceVersion, sa, scope string, i int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%s/%s/%s/%d", csv.Namespace, csv.Name, sa, scope, i)))
 	return fmt.Sprintf("%s-%s", csv.Name, hex.EncodeToString(sum[:5]))
 }
 
@@ -93,7 +94,7 @@ func ensureServiceAccount(ctx context.Context, c client.Client, csv *operatorsv1
 }
 
 func ensureRole(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion, p operatorsv1alpha1.StrategyDeploymentPermissions, i int) error {
-	name := rbacName(csv, p.ServiceAccountName, i)
+	name := rbacName(csv, p.ServiceAccountName, "namespace", i)
 	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: csv.Namespace, Name: name, Labels: ownerLabels(csv),
 			OwnerReferences: []metav1.OwnerReference{csvOwnerRef(csv)}}
@@ -115,7 +116,7 @@ func ensureRole(ctx context.Context, c client.Client, csv *operatorsv1alpha1.Clu
 }
 
 func ensureClusterRole(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion, p operatorsv1alpha1.StrategyDeploymentPermissions, i int) error {
-	name := rbacName(csv, p.ServiceAccountName, i)
+	name := rbacName(csv, p.ServiceAccountName, "cluster", i)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ownerLabels(csv)}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error { role.Rules = p.Rules; return nil }); err != nil {
 		return fmt.Errorf("cluster role %s for CSV %s/%s: %w", name, csv.Namespace, csv.Name, err)

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -52,6 +56,9 @@ func (r *Reconciler) listOperands(ctx context.Context, p *plan) ([]operand, erro
 	defer cancel()
 	var out []operand
 	for _, t := range p.types {
+		if err := r.waitSynced(ctx, t.gvk); err != nil {
+			return nil, err
+		}
 		nss := listNamespaces(p, t)
 		if nss == nil {
 			nss = []string{""}
@@ -82,6 +89,22 @@ func (r *Reconciler) listOperands(ctx context.Context, p *plan) ([]operand, erro
 	return out, nil
 }
 
+// waitSynced waits for the metadata informer of gvk to sync, polling more finely than the cache's own
+// blocking wait (100ms), which would dominate the latency of small cleanups.
+func (r *Reconciler) waitSynced(ctx context.Context, gvk schema.GroupVersionKind) error {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	inf, err := r.cache.GetInformer(ctx, m, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("informer for %s: %w", gvk.GroupKind(), err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return inf.HasSynced(), nil })
+	if err != nil {
+		return fmt.Errorf("metadata informer for %s did not sync: %w", gvk.GroupKind(), err)
+	}
+	return nil
+}
+
 func lessOperand(a, b operand) bool {
 	if a.gvk.Group != b.gvk.Group {
 		return a.gvk.Group < b.gvk.Group
@@ -97,31 +120,77 @@ func lessOperand(a, b operand) bool {
 
 // anyOperandLive asks the API server (not the cache) whether any operand of the plan still exists. It is
 // the last check before the CSV finalizer is removed, so a CR created after the cache's view is not missed.
+// The per-namespace lists run concurrently under the delete semaphore.
 func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) {
+	type query struct {
+		t  operandType
+		ns string
+	}
+	var qs []query
 	for _, t := range p.types {
 		nss := listNamespaces(p, t)
 		if nss == nil {
 			nss = []string{""}
 		}
 		for _, ns := range nss {
-			l := metadataList(t.gvk)
-			opts := []client.ListOption{client.Limit(1)}
-			if ns != "" {
-				opts = append(opts, client.InNamespace(ns))
-			}
-			if err := r.live.List(ctx, l, opts...); err != nil {
-				return false, fmt.Errorf("verifying %s in %q: %w", t.gvk.GroupKind(), ns, err)
-			}
-			if len(l.Items) > 0 || l.Continue != "" {
-				return true, nil
-			}
+			qs = append(qs, query{t, ns})
 		}
 	}
-	return false, nil
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		found bool
+		first error
+	)
+	for _, q := range qs {
+		acquired := false
+		select {
+		case r.deleteSem <- struct{}{}:
+			acquired = true
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			if acquired {
+				<-r.deleteSem
+			}
+			break
+		}
+		wg.Add(1)
+		go func(q query) {
+			defer func() { <-r.deleteSem; wg.Done() }()
+			l := metadataList(q.t.gvk)
+			opts := []client.ListOption{client.Limit(1)}
+			if q.ns != "" {
+				opts = append(opts, client.InNamespace(q.ns))
+			}
+			err := r.live.List(ctx, l, opts...)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil && first == nil && !found:
+				first = fmt.Errorf("verifying %s in %q: %w", q.t.gvk.GroupKind(), q.ns, err)
+				cancel()
+			case err == nil && (len(l.Items) > 0 || l.Continue != ""):
+				found = true
+				cancel()
+			}
+		}(q)
+	}
+	wg.Wait()
+	if found {
+		return true, nil
+	}
+	if first != nil {
+		return false, first
+	}
+	return false, ctx.Err()
 }
 
 // deleteOperands issues Delete for every operand not yet being deleted, bounded by the controller-wide
-// semaphore. It returns the operands confirmed gone (NotFound) so they are not reported as pending.
+// semaphore. It returns the operands known to be gone (NotFound, or deleted without finalizers) so they
+// are not reported as pending.
 func (r *Reconciler) deleteOperands(ctx context.Context, p *plan, ops []operand) (gone map[types.UID]bool, err error) {
 	gone = map[types.UID]bool{}
 	var (
@@ -155,6 +224,11 @@ func (r *Reconciler) deleteOperands(ctx context.Context, p *plan, ops []operand)
 			switch {
 			case derr == nil:
 				metricDeletes.WithLabelValues("deleted").Inc()
+				if len(o.finalizers) == 0 {
+					// Background propagation adds no finalizer: without one the object is removed by
+					// this very call. (Only status accounting; completion is verified live.)
+					gone[o.uid] = true
+				}
 			case apierrors.IsNotFound(derr):
 				gone[o.uid] = true
 				metricDeletes.WithLabelValues("gone").Inc()
@@ -175,11 +249,13 @@ func (r *Reconciler) deleteOperands(ctx context.Context, p *plan, ops []operand)
 }
 
 // deleteOne deletes one operand by name, only if it is still the object that was listed (UID precondition).
+// It goes through the unstructured client: the typed client would fail to decode the response (the
+// object itself, when finalizers keep it) for kinds unknown to the scheme.
 func (r *Reconciler) deleteOne(ctx context.Context, o operand) error {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(o.gvk)
-	m.SetNamespace(o.namespace)
-	m.SetName(o.name)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(o.gvk)
+	u.SetNamespace(o.namespace)
+	u.SetName(o.name)
 	uid := o.uid
-	return r.client.Delete(ctx, m, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	return r.client.Delete(ctx, u, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }

@@ -105,7 +105,13 @@ func (w *operandWatches) reset(gk schema.GroupKind) {
 	defer w.mu.Unlock()
 	if gw := w.byGK[gk]; gw != nil {
 		for key := range gw.csvs {
-			delete(w.byCSV, key)
+			kept := w.byCSV[key][:0]
+			for _, g := range w.byCSV[key] {
+				if g != gk {
+					kept = append(kept, g)
+				}
+			}
+			w.byCSV[key] = kept
 		}
 		w.stopLocked(gk, gw)
 	}
@@ -114,7 +120,9 @@ func (w *operandWatches) reset(gk schema.GroupKind) {
 func (w *operandWatches) stopLocked(gk schema.GroupKind, gw *gkWatch) {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(gw.gvk)
-	_ = w.cache.RemoveInformer(context.Background(), m)
+	if w.cache != nil { // nil only in unit tests of the bookkeeping
+		_ = w.cache.RemoveInformer(context.Background(), m)
+	}
 	delete(w.byGK, gk)
 }
 

@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -15,7 +13,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -106,18 +103,12 @@ func isManifestFile(name string) bool {
 	return false
 }
 
-// parseFile splits a file into documents and decodes each non-empty one.
+// parseFile splits a file into documents and decodes each non-empty one. Documents are separated by
+// "---" lines; the index counts every document (empty or comment-only ones too), except a blank
+// chunk before a leading separator.
 func parseFile(name string, data []byte) ([]*Manifest, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []*Manifest
-	for index := 0; ; index++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, index, err)
-		}
+	for index, doc := range splitDocuments(data) {
 		m, err := parseDocument(name, index, doc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", name, index, err)
@@ -126,6 +117,37 @@ func parseFile(name string, data []byte) ([]*Manifest, error) {
 			out = append(out, m)
 		}
 	}
+	return out, nil
+}
+
+func splitDocuments(data []byte) [][]byte {
+	var docs [][]byte
+	var cur bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if isSeparator(line) {
+			docs = append(docs, append([]byte(nil), cur.Bytes()...))
+			cur.Reset()
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+	}
+	docs = append(docs, cur.Bytes())
+	if len(docs) > 1 && len(bytes.TrimSpace(docs[0])) == 0 {
+		docs = docs[1:]
+	}
+	return docs
+}
+
+func isSeparator(line string) bool {
+	if !strings.HasPrefix(line, "---") {
+		return false
+	}
+	rest := line[3:]
+	return strings.TrimSpace(rest) == "" || rest[0] == ' ' || rest[0] == '\t'
 }
 
 func parseDocument(name string, index int, doc []byte) (*Manifest, error) {

@@ -2,7 +2,6 @@ package applier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -24,8 +23,7 @@ type Applier struct {
 	runMu sync.Mutex
 
 	statusMu sync.Mutex
-	related  []configv1.ObjectReference
-	run      *runState // current pass, nil between passes
+	related  []configv1.ObjectReference // of the last completed pass
 }
 
 // New returns an Applier using c for every API call and mapper (nil: c.RESTMapper()) to resolve
@@ -58,11 +56,14 @@ type runState struct {
 	msgs    []Message
 	waiting map[string]bool // cluster operators being waited on
 	related []configv1.ObjectReference
+	// statusWarned: a status write failure was already reported in this pass.
+	statusWarned bool
 }
 
 type taskRecord struct {
 	resource string
 	outcome  Outcome
+	err      error
 	msgs     []Message
 }
 
@@ -116,15 +117,6 @@ func (a *Applier) Run(ctx context.Context, p *payload.Payload, mode Mode) (Resul
 	for _, m := range p.Manifests {
 		run.tasks[m] = &taskRecord{}
 	}
-	a.statusMu.Lock()
-	a.run = run
-	a.statusMu.Unlock()
-	defer func() {
-		a.statusMu.Lock()
-		a.run = nil
-		a.statusMu.Unlock()
-	}()
-
 	prev, _ := a.state.version()
 	res.PreviousVersion = prev
 	kind, err := payload.ClassifyUpdate(prev, p.Version)
@@ -143,13 +135,13 @@ func (a *Applier) Run(ctx context.Context, p *payload.Payload, mode Mode) (Resul
 			berr := &UpgradeBlockedError{Current: prev, Target: p.Version, Kind: kind, Message: msg}
 			a.message(run, nil, SeverityWarning, berr.Error())
 			res.Err = berr
-			a.writeStatus(ctx, statusInput{phase: phaseBlocked, target: p.Version, err: berr})
+			a.writeStatus(ctx, statusInput{run: run, phase: phaseBlocked, err: berr})
 			a.finishResult(&res, run, p)
 			return res, berr
 		}
 	}
 
-	a.writeStatus(ctx, statusInput{phase: phaseRunning, target: p.Version})
+	a.writeStatus(ctx, statusInput{run: run, phase: phaseRunning})
 	a.precreateClusterOperators(ctx, run, p)
 
 	graph := payload.BuildGraph(p.Manifests)
@@ -162,6 +154,7 @@ func (a *Applier) Run(ctx context.Context, p *payload.Payload, mode Mode) (Resul
 	for _, m := range p.Manifests {
 		tr := runs[m]
 		rec := run.tasks[m]
+		rec.err = tr.Err
 		switch {
 		case !tr.Ran:
 			rec.outcome = OutcomeSkipped
@@ -179,12 +172,12 @@ func (a *Applier) Run(ctx context.Context, p *payload.Payload, mode Mode) (Resul
 			a.message(run, nil, SeverityWarning, fmt.Sprintf("Cannot persist applier state: %v", err))
 		}
 		a.statusMu.Lock()
-		a.related = run.related
+		a.related = append([]configv1.ObjectReference(nil), run.related...)
 		a.statusMu.Unlock()
 	} else {
 		res.Err = &perr
 	}
-	a.writeStatus(context.WithoutCancel(ctx), statusInput{phase: phaseDone, target: p.Version, err: res.Err})
+	a.writeStatus(context.WithoutCancel(ctx), statusInput{run: run, phase: phaseDone, err: res.Err})
 	a.finishResult(&res, run, p)
 	return res, res.Err
 }
@@ -194,17 +187,7 @@ func (a *Applier) finishResult(res *Result, run *runState, p *payload.Payload) {
 	defer run.mu.Unlock()
 	for _, m := range p.Manifests {
 		rec := run.tasks[m]
-		tr := TaskResult{File: m.Filename, Index: m.Index, Resource: rec.resource, Outcome: rec.outcome, Messages: rec.msgs}
-		if res.Err != nil {
-			var perr *PassError
-			if errors.As(res.Err, &perr) {
-				for _, te := range perr.Errors {
-					if te.Ref == m.Ref() {
-						tr.Err = te.Err
-					}
-				}
-			}
-		}
+		tr := TaskResult{File: m.Filename, Index: m.Index, Resource: rec.resource, Outcome: rec.outcome, Err: rec.err, Messages: rec.msgs}
 		if tr.Outcome == "" {
 			tr.Outcome = OutcomeSkipped
 		}

@@ -13,11 +13,20 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 )
 
-// getLive reads the object; found is false on NotFound.
+// getLive reads the object; found is false on NotFound. A recorded version that is no longer served
+// falls back to the kind's preferred version; a kind not served at all is a NoMatch error.
 func (a *Applier) getLive(ctx context.Context, r payload.Resource) (*unstructured.Unstructured, bool, error) {
+	gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+	if _, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); isNoMatch(err) {
+		m, err := a.mapper.RESTMapping(gvk.GroupKind())
+		if err != nil {
+			return nil, false, err
+		}
+		gvk = m.GroupVersionKind
+	}
 	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
-	err := a.retry(ctx, transient, func() error {
+	live.SetGroupVersionKind(gvk)
+	err := a.retry(ctx, func(err error) bool { return transient(err) && !isNoMatch(err) }, func() error {
 		return a.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, live)
 	})
 	if apierrors.IsNotFound(err) {

@@ -91,7 +91,7 @@ type Result struct {
 }
 
 // Task returns the result of the first manifest of file (any index), or nil.
-func (r *Result) Task(file string) *TaskResult {
+func (r Result) Task(file string) *TaskResult {
 	for i := range r.Tasks {
 		if r.Tasks[i].File == file {
 			return &r.Tasks[i]
@@ -101,7 +101,7 @@ func (r *Result) Task(file string) *TaskResult {
 }
 
 // TaskAt returns the result of file's document index, or nil.
-func (r *Result) TaskAt(file string, index int) *TaskResult {
+func (r Result) TaskAt(file string, index int) *TaskResult {
 	for i := range r.Tasks {
 		if r.Tasks[i].File == file && r.Tasks[i].Index == index {
 			return &r.Tasks[i]
@@ -111,7 +111,7 @@ func (r *Result) TaskAt(file string, index int) *TaskResult {
 }
 
 // Texts returns the message texts in order.
-func (r *Result) Texts() []string {
+func (r Result) Texts() []string {
 	out := make([]string, 0, len(r.Messages))
 	for _, m := range r.Messages {
 		out = append(out, m.Text)
@@ -120,7 +120,7 @@ func (r *Result) Texts() []string {
 }
 
 // Warnings returns the texts of warning messages.
-func (r *Result) Warnings() []string {
+func (r Result) Warnings() []string {
 	var out []string
 	for _, m := range r.Messages {
 		if m.Severity == SeverityWarning {
@@ -131,7 +131,7 @@ func (r *Result) Warnings() []string {
 }
 
 // Failed returns the failed tasks.
-func (r *Result) Failed() []TaskResult {
+func (r Result) Failed() []TaskResult {
 	var out []TaskResult
 	for _, t := range r.Tasks {
 		if t.Outcome == OutcomeFailed {

@@ -51,3 +51,5 @@ func (a *Applier) resetMapper() {
 		}
 	}
 }
+
+func isNoMatch(err error) bool { return meta.IsNoMatchError(err) }

@@ -3,7 +3,6 @@ package applier
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,5 +96,3 @@ func (a *Applier) addRelated(run *runState, t target) {
 	}
 	run.related = append(run.related, ref)
 }
-
-func lower(s string) string { return strings.ToLower(s) }

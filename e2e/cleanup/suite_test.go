@@ -1,0 +1,51 @@
+// Package cleanup is the operand-cleanup e2e suite: real OLM, the operand-cleanup controller and the
+// fixture operators, on whichever provider $PROVIDER names. Every documented case of the
+// olm-deletes-operands enhancement is a spec here, most of them through the reusable spec library
+// (framework/specs) that operator repos call too.
+package cleanup
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
+)
+
+func TestOperandCleanup(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Operand Cleanup Suite")
+}
+
+var (
+	cl  specs.Cluster
+	k8s client.Client
+)
+
+func clusterUnderTest() specs.Cluster { return cl }
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	images := map[string]localruntime.Entrypoint{operandcleanupconfig.Image: operandcleanup.Main}
+	for image, ep := range fixtures.Images() {
+		images[image] = ep
+	}
+	provider, err := suite.NewProvider(ctx, suite.ProviderInput{Name: "cleanup", Registry: localruntime.NewRegistry(images)})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func(ctx context.Context) { Expect(provider.Stop(ctx)).To(Succeed()) })
+	k8s, err = kube.NewClient(provider.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
+	Expect(err).NotTo(HaveOccurred())
+	cl = specs.Cluster{Provider: provider, Client: k8s}
+	Expect(components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: k8s})).To(Succeed())
+}, NodeTimeout(5*time.Minute))

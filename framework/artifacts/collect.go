@@ -1,0 +1,199 @@
+// Package artifacts is the one place that dumps what a failed spec needs for a post-mortem: the
+// involved namespaces' objects as YAML, their events in time order, OLM's cluster-scoped objects,
+// and every log the provider has (control plane, OLM, operators, the operand-cleanup controller).
+package artifacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+)
+
+// Dir is where artifacts go: $ARTIFACTS (Prow's convention) or _artifacts in the working directory.
+func Dir() string {
+	if d := os.Getenv("ARTIFACTS"); d != "" {
+		return d
+	}
+	return "_artifacts"
+}
+
+// CollectInput says what to dump.
+type CollectInput struct {
+	Client   client.Client
+	Provider cluster.Provider
+	// Namespaces whose objects and events are dumped.
+	Namespaces []string
+	// Spec names the failed spec; it becomes the directory name.
+	Spec string
+	// ClusterKinds are cluster-scoped kinds to dump in full (default: CRDs of operators.coreos.com are
+	// namespaced; ClusterRoles/Bindings labelled by OLM are always dumped).
+	ClusterKinds []schema.GroupVersionKind
+}
+
+var unsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Collect writes the artifacts under Dir()/<spec>-<time>/ and returns that directory. It carries on
+// past errors (a half-broken cluster is when artifacts matter most) and returns them joined.
+func Collect(ctx context.Context, in CollectInput) (string, error) {
+	name := strings.Trim(unsafe.ReplaceAllString(in.Spec, "_"), "_")
+	if len(name) > 100 {
+		name = name[:100]
+	}
+	dir := filepath.Join(Dir(), fmt.Sprintf("%s-%s", name, time.Now().Format("150405.000")))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return dir, err
+	}
+	var errs []error
+	resources, err := namespacedResources(in.Provider)
+	errs = append(errs, err)
+	for _, ns := range in.Namespaces {
+		errs = append(errs, dumpNamespace(ctx, in.Client, resources, ns, filepath.Join(dir, "namespaces", ns)))
+	}
+	errs = append(errs, dumpOLMClusterRBAC(ctx, in.Client, filepath.Join(dir, "cluster")))
+	if in.Provider != nil {
+		errs = append(errs, in.Provider.CollectArtifacts(ctx, filepath.Join(dir, "provider")))
+	}
+	return dir, errors.Join(errs...)
+}
+
+// namespacedResources lists every namespaced, listable resource the server serves (preferred versions).
+func namespacedResources(p cluster.Provider) ([]schema.GroupVersionKind, error) {
+	if p == nil {
+		return nil, nil
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(p.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	lists, err := dc.ServerPreferredNamespacedResources()
+	var out []schema.GroupVersionKind
+	for _, l := range lists {
+		gv, perr := schema.ParseGroupVersion(l.GroupVersion)
+		if perr != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !contains(r.Verbs, "list") || skipKind(r.Kind) {
+				continue
+			}
+			out = append(out, gv.WithKind(r.Kind))
+		}
+	}
+	return out, err
+}
+
+// skipKind leaves out churn and secrets.
+func skipKind(kind string) bool {
+	switch kind {
+	case "Event", "Lease", "Endpoints", "EndpointSlice", "Secret", "ControllerRevision":
+		return true
+	}
+	return false
+}
+
+func dumpNamespace(ctx context.Context, c client.Client, gvks []schema.GroupVersionKind, ns, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	for _, gvk := range gvks {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			continue // e.g. a CRD deleted since discovery
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		errs = append(errs, writeYAML(filepath.Join(dir, strings.ToLower(gvk.Kind)+"."+gvk.Group+".yaml"), list.Items))
+	}
+	errs = append(errs, dumpEvents(ctx, c, ns, filepath.Join(dir, "events.txt")))
+	return errors.Join(errs...)
+}
+
+func dumpEvents(ctx context.Context, c client.Client, ns, path string) error {
+	events := &corev1.EventList{}
+	if err := c.List(ctx, events, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return eventTime(events.Items[i]).Before(eventTime(events.Items[j])) })
+	var b strings.Builder
+	for _, e := range events.Items {
+		fmt.Fprintf(&b, "%s %s %s %s/%s: %s (x%d)\n", eventTime(e).Format(time.RFC3339), e.Type, e.Reason,
+			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func eventTime(e corev1.Event) time.Time {
+	if !e.LastTimestamp.IsZero() {
+		return e.LastTimestamp.Time
+	}
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// dumpOLMClusterRBAC dumps the cluster RBAC OLM made for operators and the copies operand cleanup keeps.
+func dumpOLMClusterRBAC(ctx context.Context, c client.Client, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: kind + "List"})
+		if err := c.List(ctx, list); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var keep []unstructured.Unstructured
+		for _, it := range list.Items {
+			l := it.GetLabels()
+			if l["olm.owner"] != "" || l["app.kubernetes.io/managed-by"] == "operand-cleanup" {
+				keep = append(keep, it)
+			}
+		}
+		errs = append(errs, writeYAML(filepath.Join(dir, strings.ToLower(kind)+"s.yaml"), keep))
+	}
+	return errors.Join(errs...)
+}
+
+func writeYAML(path string, items []unstructured.Unstructured) error {
+	var b strings.Builder
+	for _, it := range items {
+		it.SetManagedFields(nil)
+		data, err := yaml.Marshal(it.Object)
+		if err != nil {
+			return err
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

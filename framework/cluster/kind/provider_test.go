@@ -1,0 +1,132 @@
+package kind
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+)
+
+func TestKubeletPatchParses(t *testing.T) {
+	p := &Provider{opts: defaults()}
+	p.opts.nodeImage = "example.local/node:v1"
+	cfg := p.clusterConfig()
+	if !cfg.Networking.DisableDefaultCNI || len(cfg.Nodes) != 1 || cfg.Nodes[0].Image != "example.local/node:v1" {
+		t.Fatalf("unexpected config: %+v", cfg)
+	}
+	if len(cfg.KubeadmConfigPatches) == 0 {
+		t.Fatal("the kubelet cgroup v1 patch is missing")
+	}
+}
+
+// TestCluster exercises the whole provider against Docker (about 2-3 minutes): create, run a pod from
+// a locally loaded FROM-scratch image, keep and reuse a healthy cluster, recreate a broken one, delete.
+// Needs scripts/kind/docker.sh and scripts/kind/node-image.sh first.
+func TestCluster(t *testing.T) {
+	if os.Getenv("CLEANUP_E2E_KIND") != "1" {
+		t.Skip("set CLEANUP_E2E_KIND=1 to run the kind provider against Docker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	name := "cleanup-e2e-test"
+	base := []Option{WithName(name), WithLogger(testr.New(t)), WithWorkRoot(t.TempDir())}
+	opts := func(more ...Option) []Option { return append(append([]Option{}, base...), more...) }
+
+	// 1. create, keep on Stop
+	p, err := New(ctx, opts(WithoutReuse(), WithKeepCluster(true))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kindcluster.NewProvider().Delete(name, "") })
+	runPod(ctx, t, p)
+	if err := p.CollectArtifacts(ctx, filepath.Join(t.TempDir(), "artifacts")); err != nil {
+		t.Errorf("CollectArtifacts: %v", err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// 2. a healthy kept cluster is reused
+	start := time.Now()
+	p, err = New(ctx, opts(WithKeepCluster(true))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reused in %s", time.Since(start))
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// 3. a broken one is recreated, and deleted by Stop
+	if out, err := exec.CommandContext(ctx, "docker", "stop", name+"-control-plane").CombinedOutput(); err != nil {
+		t.Fatalf("docker stop: %v: %s", err, out)
+	}
+	p, err = New(ctx, opts(WithKeepCluster(false))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPod(ctx, t, p)
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names, err := kindcluster.NewProvider().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if n == name {
+			t.Fatalf("cluster %s still exists after Stop", name)
+		}
+	}
+}
+
+// runPod loads a FROM-scratch image (the pause image under a test tag) and runs it with
+// imagePullPolicy Never.
+func runPod(ctx context.Context, t *testing.T, p *Provider) {
+	t.Helper()
+	img := "cleanup-e2e.local/kind-smoke:v0.0.1"
+	if out, err := exec.CommandContext(ctx, "docker", "tag", "registry.k8s.io/pause:3.10.2", img).CombinedOutput(); err != nil {
+		t.Fatalf("docker tag: %v: %s", err, out)
+	}
+	if err := p.LoadImages(ctx, img); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(p.RESTConfig())
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "smoke", Image: img, ImagePullPolicy: corev1.PullNever}},
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+		},
+	}
+	_ = cs.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		return err != nil, nil
+	})
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = got
+		return got.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatalf("pod never ran: %+v", last.Status)
+	}
+}

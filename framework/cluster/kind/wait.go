@@ -1,0 +1,75 @@
+package kind
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// waitUsable waits until the API server answers, every node is Ready, CoreDNS is fully available and
+// the default ServiceAccount exists (pods cannot be created before). On timeout it says what was missing.
+func (p *Provider) waitUsable(ctx context.Context, timeout time.Duration) error {
+	cs, err := kubernetes.NewForConfig(p.cfg)
+	if err != nil {
+		return err
+	}
+	last := "not checked yet"
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		last = usable(ctx, cs)
+		return last == "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %s not usable within %s: %s", p.opts.name, timeout, last)
+	}
+	return nil
+}
+
+// usable returns "" when the cluster is usable, else what is missing.
+func usable(ctx context.Context, cs kubernetes.Interface) string {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx); err != nil {
+		return fmt.Sprintf("API server not ready: %v", err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(rctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Sprintf("list nodes: %v", err)
+	}
+	if len(nodes.Items) == 0 {
+		return "no node registered"
+	}
+	for _, n := range nodes.Items {
+		if !nodeReady(n) {
+			return fmt.Sprintf("node %s not Ready", n.Name)
+		}
+	}
+	dns, err := cs.AppsV1().Deployments("kube-system").Get(rctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Sprintf("get CoreDNS deployment: %v", err)
+	}
+	want := int32(1)
+	if dns.Spec.Replicas != nil {
+		want = *dns.Spec.Replicas
+	}
+	if dns.Status.AvailableReplicas < want {
+		return fmt.Sprintf("CoreDNS %d/%d available", dns.Status.AvailableReplicas, want)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts("default").Get(rctx, "default", metav1.GetOptions{}); err != nil {
+		return fmt.Sprintf("default ServiceAccount: %v", err)
+	}
+	return ""
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,65 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+)
+
+// Cluster is what a spec needs of the cluster it runs on, resolved when the spec runs (the suite
+// creates it in BeforeSuite, after the spec tree is built).
+type Cluster struct {
+	Provider cluster.Provider
+	// Client is an admin client whose scheme knows the built-in and OLM types.
+	Client client.Client
+}
+
+// OperandCleanupSpecInput describes the operator under test.
+type OperandCleanupSpecInput struct {
+	// Cluster returns the cluster to run on.
+	Cluster func() Cluster
+	// Name prefixes namespaces and labels the container (e.g. "widget-operator").
+	Name string
+	// BundleDir is the registry-v1 bundle to install.
+	BundleDir string
+	// UpgradeBundleDirs are the next versions, in channel order; with any, the upgrade case runs.
+	UpgradeBundleDirs []string
+	// InstallModes to test; each gets its own spec. Default: OwnNamespace.
+	InstallModes []operatorsv1alpha1.InstallModeType
+	// Samples returns the operands to create in a namespace. Cluster-scoped samples get the namespace
+	// appended to their name; they are cleaned up only by a global (AllNamespaces) operator.
+	Samples func(namespace string) []*unstructured.Unstructured
+	// Reconciled, when set, says whether the operator has taken charge of a sample (e.g. added its own
+	// finalizer); the specs wait for it before uninstalling, so the operator's finalizer has work to do.
+	Reconciled func(ctx context.Context, c client.Client, sample *unstructured.Unstructured) error
+	// Finalized, when set, checks that the operator's finalizer did its job for a removed sample
+	// (e.g. a resource it made in another namespace is gone).
+	Finalized func(ctx context.Context, c client.Client, sample *unstructured.Unstructured) error
+	// PendingListCap is the most instances the controller lists in status.cleanup.pendingDeletion
+	// (default 100); the listing spec creates more than that.
+	PendingListCap int
+	// Timeout bounds each wait (default 2m).
+	Timeout time.Duration
+}
+
+func (in *OperandCleanupSpecInput) defaults() error {
+	if in.Cluster == nil || in.BundleDir == "" || in.Samples == nil || in.Name == "" {
+		return fmt.Errorf("OperandCleanupSpecInput needs Cluster, Name, BundleDir and Samples")
+	}
+	if len(in.InstallModes) == 0 {
+		in.InstallModes = []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeOwnNamespace}
+	}
+	if in.PendingListCap == 0 {
+		in.PendingListCap = 100
+	}
+	if in.Timeout == 0 {
+		in.Timeout = 2 * time.Minute
+	}
+	return nil
+}

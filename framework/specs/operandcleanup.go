@@ -1,0 +1,184 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
+)
+
+// OperandCleanupSpec declares the documented operand-cleanup cases for one operator: cleanup unset,
+// disabled (also after an opt-in), enabled in each install mode (operands outside the targets
+// untouched), the pending-deletion listing (also past its cap), abort, and — with upgrade bundles —
+// upgrades that never clean up. Every spec makes its own namespaces, so they run in parallel and in
+// random order; global (AllNamespaces) specs are Serial because their cleanup is cluster-wide.
+func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
+	if err := in.defaults(); err != nil {
+		panic(err)
+	}
+	first := in.InstallModes[0]
+	return Describe(fmt.Sprintf("Operand cleanup of %s", in.Name), Label("operand-cleanup", in.Name), func() {
+		var current *run
+		newRun := func(ctx context.Context, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *run {
+			current = newRun(ctx, in, mode)
+			return current
+		}
+		AfterEach(func(ctx context.Context) {
+			if current != nil {
+				CollectOnFailure(ctx, in.Cluster, current.all...)
+			}
+			current = nil
+		})
+		It("keeps every operand when spec.cleanup is unset", Label("cleanup-unset"), func(ctx context.Context) {
+			r := newRun(ctx, in, first)
+			r.install(ctx, in.BundleDir, nil)
+			Expect(r.csv).To(matchers.HaveCleanupEnabled(false), "the bundle must leave spec.cleanup as the SDK generates it")
+			r.createOperands(ctx)
+			r.uninstall(ctx)
+			r.expectUninstalled(ctx)
+			r.expectKept(ctx, r.ops.items)
+		})
+
+		It("keeps every operand when cleanup was opted in and then out", Label("cleanup-disabled"), func(ctx context.Context) {
+			r := newRun(ctx, in, first)
+			r.install(ctx, in.BundleDir, ptr.To(true))
+			r.createOperands(ctx)
+			r.setCleanup(ctx, false)
+			r.expectCleanupFinalizer(ctx, false)
+			r.uninstall(ctx)
+			r.expectUninstalled(ctx)
+			r.expectKept(ctx, r.ops.items)
+		})
+
+		for _, mode := range in.InstallModes {
+			decorators := []any{Label("cleanup-enabled", string(mode))}
+			if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
+				decorators = append(decorators, Serial)
+			}
+			It(fmt.Sprintf("removes the operands in the target namespaces and nothing else [%s]", mode), append(decorators, func(ctx context.Context) {
+				r := newRun(ctx, in, mode)
+				r.install(ctx, in.BundleDir, ptr.To(true))
+				r.createOperands(ctx)
+				removed, kept := r.ops.where(r.watchedNamespaces(), r.global())
+				Expect(removed).NotTo(BeEmpty(), "the samples must give cleanup something to remove")
+				r.uninstall(ctx)
+				r.expectRemoved(ctx, removed)
+				r.expectUninstalled(ctx)
+				r.expectKept(ctx, kept)
+			})...)
+		}
+
+		It("lists the operands pending deletion and shrinks the list as they go", Label("cleanup-pending"), func(ctx context.Context) {
+			r := newRun(ctx, in, first)
+			r.install(ctx, in.BundleDir, ptr.To(true))
+			r.createOperands(ctx)
+			held, _ := r.ops.where(r.watchedNamespaces(), r.global())
+			for _, o := range held {
+				hold(ctx, r.c, o)
+			}
+			r.uninstall(ctx)
+			r.expectPending(ctx, held)
+			for len(held) > 0 {
+				By(fmt.Sprintf("releasing %s %s", held[0].GetKind(), describeKey(held[0])))
+				release(ctx, r.c, held[0])
+				held = held[1:]
+				r.expectPending(ctx, held)
+			}
+			r.expectUninstalled(ctx)
+		})
+
+		It("caps the pending list and says how many operands remain", Label("cleanup-pending", "cleanup-cap"), func(ctx context.Context) {
+			r := newRun(ctx, in, first)
+			r.install(ctx, in.BundleDir, ptr.To(true))
+			target := r.watchedNamespaces()[0]
+			many := func(ns string) []*unstructured.Unstructured {
+				base := in.Samples(ns)[0]
+				out := make([]*unstructured.Unstructured, in.PendingListCap+20)
+				for i := range out {
+					out[i] = base.DeepCopy()
+					out[i].SetName(fmt.Sprintf("%s-%03d", base.GetName(), i))
+					out[i].SetFinalizers(append(out[i].GetFinalizers(), HoldFinalizer))
+				}
+				return out
+			}
+			r.ops = createSamples(ctx, r.c, many, target)
+			total := len(r.ops.items)
+			r.uninstall(ctx)
+			Eventually(r.liveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
+				matchers.HavePhase(PhaseCleanup, ReasonWaitingOnCleanup),
+				matchers.HavePendingCount(in.PendingListCap),
+				matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", total)),
+			))
+			for _, o := range r.ops.items {
+				release(ctx, r.c, o)
+			}
+			r.expectUninstalled(ctx)
+		})
+
+		It("aborts a stuck cleanup when spec.cleanup.enabled is set to false", Label("cleanup-abort"), func(ctx context.Context) {
+			r := newRun(ctx, in, first)
+			r.install(ctx, in.BundleDir, ptr.To(true))
+			r.createOperands(ctx)
+			watched, _ := r.ops.where(r.watchedNamespaces(), r.global())
+			stuck := watched[0]
+			hold(ctx, r.c, stuck)
+			r.uninstall(ctx)
+			r.expectPending(ctx, []*unstructured.Unstructured{stuck})
+			r.setCleanup(ctx, false)
+			r.expectUninstalled(ctx)
+			r.expectKept(ctx, []*unstructured.Unstructured{stuck})
+		})
+
+		if len(in.UpgradeBundleDirs) > 0 {
+			It("never cleans up on upgrade and carries the opt-in to each new version", Label("cleanup-upgrade"), func(ctx context.Context) {
+				r := newRun(ctx, in, first)
+				r.install(ctx, in.BundleDir, ptr.To(true))
+				r.createOperands(ctx)
+				for _, next := range in.UpgradeBundleDirs {
+					By("upgrading " + r.csv.Name + " to " + next)
+					csv, err := olm.Upgrade(ctx, olm.UpgradeInput{Client: r.c, From: r.csv, BundleDir: next, Timeout: in.Timeout})
+					Expect(err).NotTo(HaveOccurred())
+					r.csv = csv
+					Eventually(r.liveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
+						matchers.HaveCleanupEnabled(true), matchers.HaveFinalizer(CleanupFinalizer)))
+					r.expectKept(ctx, r.ops.items)
+				}
+				removed, kept := r.ops.where(r.watchedNamespaces(), r.global())
+				r.uninstall(ctx)
+				r.expectRemoved(ctx, removed)
+				r.expectUninstalled(ctx)
+				r.expectKept(ctx, kept)
+			})
+		}
+	})
+}
+
+func (r *run) liveCSV(ctx context.Context) func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	return func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
+		return olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
+	}
+}
+
+// expectPending waits until the CSV is in the Cleanup phase listing exactly these operands, with the
+// count in its condition message; with none left, until the CSV is gone.
+func (r *run) expectPending(ctx context.Context, objs []*unstructured.Unstructured) {
+	if len(objs) == 0 {
+		return
+	}
+	var want []matchers.PendingEntry
+	for _, o := range objs {
+		want = append(want, matchers.PendingEntry{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
+	Eventually(r.liveCSV(ctx)).WithContext(ctx).WithTimeout(r.in.Timeout).Should(And(
+		matchers.HavePhase(PhaseCleanup, ReasonWaitingOnCleanup),
+		matchers.HavePendingDeletion(want...),
+		matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", len(objs))),
+	))
+}

@@ -1,0 +1,130 @@
+package specs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// operands are the sample CRs a spec created, by where they live.
+type operands struct {
+	c     client.Client
+	items []*unstructured.Unstructured
+}
+
+// createSamples creates the samples for each namespace. Cluster-scoped samples are created once per
+// namespace with the namespace appended to their name (so parallel specs never share one).
+func createSamples(ctx context.Context, c client.Client, samples func(string) []*unstructured.Unstructured, namespaces ...string) *operands {
+	ops := &operands{c: c}
+	for _, ns := range namespaces {
+		for _, s := range samples(ns) {
+			obj := s.DeepCopy()
+			namespaced, err := c.IsObjectNamespaced(obj)
+			Expect(err).NotTo(HaveOccurred(), "is %s namespaced? (is its CRD installed?)", obj.GroupVersionKind())
+			if namespaced {
+				obj.SetNamespace(ns)
+			} else {
+				obj.SetNamespace("")
+				obj.SetName(obj.GetName() + "-" + ns)
+			}
+			Expect(c.Create(ctx, obj)).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
+			ops.items = append(ops.items, obj)
+		}
+	}
+	return ops
+}
+
+func describeKey(o client.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
+// where splits the operands: in the given namespaces (cluster-scoped ones count as inside only when
+// clusterScopedInside) and the rest.
+func (o *operands) where(namespaces []string, clusterScopedInside bool) (inside, outside []*unstructured.Unstructured) {
+	set := map[string]bool{}
+	for _, n := range namespaces {
+		set[n] = true
+	}
+	for _, it := range o.items {
+		in := set[it.GetNamespace()]
+		if it.GetNamespace() == "" {
+			in = clusterScopedInside
+		}
+		if in {
+			inside = append(inside, it)
+		} else {
+			outside = append(outside, it)
+		}
+	}
+	return inside, outside
+}
+
+// existing returns "Kind ns/name" of the given operands that still exist.
+func (o *operands) existing(ctx context.Context, objs []*unstructured.Unstructured) ([]string, error) {
+	var out []string
+	for _, it := range objs {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(it.GroupVersionKind())
+		err := o.c.Get(ctx, types.NamespacedName{Namespace: it.GetNamespace(), Name: it.GetName()}, live)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it.GetKind()+" "+describeKey(it)+fmt.Sprintf(" (finalizers %v, deleting %v)", live.GetFinalizers(), live.GetDeletionTimestamp() != nil))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// names renders operands as "Kind ns/name" for messages.
+func names(objs []*unstructured.Unstructured) string {
+	var s []string
+	for _, o := range objs {
+		s = append(s, o.GetKind()+" "+describeKey(o))
+	}
+	return strings.Join(s, ", ")
+}
+
+// hold adds HoldFinalizer to the operand, so it stays pending deletion until released.
+func hold(ctx context.Context, c client.Client, obj *unstructured.Unstructured) {
+	patchFinalizers(ctx, c, obj, func(f []string) []string { return append(f, HoldFinalizer) })
+}
+
+// release removes HoldFinalizer from the operand (no error when it is already gone).
+func release(ctx context.Context, c client.Client, obj *unstructured.Unstructured) {
+	patchFinalizers(ctx, c, obj, func(f []string) []string {
+		out := f[:0]
+		for _, x := range f {
+			if x != HoldFinalizer {
+				out = append(out, x)
+			}
+		}
+		return out
+	})
+}
+
+func patchFinalizers(ctx context.Context, c client.Client, obj *unstructured.Unstructured, edit func([]string) []string) {
+	EventuallyWithOffset(2, func() error {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		fins := edit(append([]string{}, live.GetFinalizers()...))
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": fins, "resourceVersion": live.GetResourceVersion()}})
+		return client.IgnoreNotFound(c.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch)))
+	}).WithContext(ctx).Should(Succeed(), "update finalizers of %s %s", obj.GetKind(), describeKey(obj))
+}

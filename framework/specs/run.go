@@ -1,0 +1,172 @@
+package specs
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
+)
+
+// run is one spec's install of the operator under test.
+type run struct {
+	in  OperandCleanupSpecInput
+	c   client.Client
+	l   layout
+	all []string
+	csv *operatorsv1alpha1.ClusterServiceVersion
+	ops *operands
+}
+
+func newRun(ctx context.Context, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *run {
+	r := &run{in: in, c: in.Cluster().Client}
+	r.l, r.all = newLayout(ctx, r.c, in.Name, mode)
+	return r
+}
+
+// install installs the bundle (cleanup nil keeps the bundle's spec.cleanup) and checks the finalizer
+// follows the opt-in.
+func (r *run) install(ctx context.Context, bundleDir string, cleanup *bool) {
+	By("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
+	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
+		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.in.Timeout})
+	Expect(err).NotTo(HaveOccurred())
+	r.csv = csv
+	DeferCleanup(r.forceUninstall)
+	r.expectCleanupFinalizer(ctx, cleanup != nil && *cleanup)
+}
+
+func (r *run) targetsForInstall() []string {
+	if r.l.mode == operatorsv1alpha1.InstallModeTypeOwnNamespace || r.l.mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
+		return nil
+	}
+	return r.l.targets
+}
+
+// expectCleanupFinalizer: with the opt-in the finalizer appears; without it, it never does.
+func (r *run) expectCleanupFinalizer(ctx context.Context, want bool) {
+	get := func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
+		return olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
+	}
+	if want {
+		Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.HaveFinalizer(CleanupFinalizer))
+		return
+	}
+	Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
+	Consistently(get).WithContext(ctx).WithTimeout(3*time.Second).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
+}
+
+func (r *run) setCleanup(ctx context.Context, enabled bool) {
+	By("setting spec.cleanup.enabled to " + map[bool]string{true: "true", false: "false"}[enabled])
+	Eventually(func() error {
+		csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
+		if err != nil {
+			return err
+		}
+		csv.Spec.Cleanup.Enabled = enabled
+		return r.c.Update(ctx, csv)
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// createOperands creates the samples in every namespace of the layout and waits until the operator
+// has taken charge of those it watches.
+func (r *run) createOperands(ctx context.Context) {
+	By("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
+	r.ops = createSamples(ctx, r.c, r.in.Samples, r.l.sampleNamespaces(r.all)...)
+	if r.in.Reconciled == nil {
+		return
+	}
+	watched, _ := r.ops.where(r.watchedNamespaces(), r.global())
+	for _, o := range watched {
+		Eventually(func() error { return r.in.Reconciled(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+			Should(Succeed(), "operator should reconcile %s %s", o.GetKind(), describeKey(o))
+	}
+}
+
+func (r *run) global() bool { return r.l.mode == operatorsv1alpha1.InstallModeTypeAllNamespaces }
+
+// watchedNamespaces are the namespaces whose operands cleanup removes.
+func (r *run) watchedNamespaces() []string {
+	if r.global() {
+		return r.all
+	}
+	return r.l.targets
+}
+
+// uninstall deletes the CSV without waiting.
+func (r *run) uninstall(ctx context.Context) {
+	By("uninstalling: deleting CSV " + r.csv.Name)
+	Expect(olm.Uninstall(ctx, olm.UninstallInput{Client: r.c, CSV: r.csv})).To(Succeed())
+}
+
+// expectUninstalled waits for the CSV and the operator's Deployments to be gone.
+func (r *run) expectUninstalled(ctx context.Context) {
+	Eventually(func() error {
+		_, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
+		return err
+	}).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.BeGone(), "CSV %s/%s should be gone", r.csv.Namespace, r.csv.Name)
+	for _, d := range r.csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		Eventually(func() error {
+			return r.c.Get(ctx, types.NamespacedName{Namespace: r.csv.Namespace, Name: d.Name}, &appsv1.Deployment{})
+		}).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.BeGone(), "operator Deployment %s should be gone", d.Name)
+	}
+}
+
+// expectKept checks the operands still exist, and stay for a moment (cleanup does not come late).
+func (r *run) expectKept(ctx context.Context, objs []*unstructured.Unstructured) {
+	want := len(objs)
+	Consistently(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
+		WithTimeout(2*time.Second).Should(HaveLen(want), "operands that must be kept: %s", names(objs))
+}
+
+// expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.
+func (r *run) expectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
+	Eventually(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
+		WithTimeout(r.in.Timeout).Should(BeEmpty(), "operands that cleanup must remove")
+	if r.in.Finalized == nil {
+		return
+	}
+	for _, o := range objs {
+		Eventually(func() error { return r.in.Finalized(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+			Should(Succeed(), "the operator's finalizer should have cleaned up after %s %s", o.GetKind(), describeKey(o))
+	}
+}
+
+// forceUninstall runs at the end of a spec: aborts a cleanup still going, releases held operands and
+// removes the CSV, so namespaces can be deleted.
+func (r *run) forceUninstall(ctx context.Context) {
+	if r.ops != nil {
+		for _, o := range r.ops.items {
+			release(ctx, r.c, o)
+		}
+	}
+	csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
+	if err != nil {
+		return
+	}
+	csv.Spec.Cleanup.Enabled = false
+	_ = r.c.Update(ctx, csv)
+	_ = r.c.Delete(ctx, csv, client.PropagationPolicy("Background"), &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	// A global operator left behind would copy its CSV into the next specs' namespaces.
+	_ = olm.WaitForCSVGone(ctx, r.c, client.ObjectKeyFromObject(csv), time.Minute)
+}
+
+func joinNames(ns []string) string {
+	out := ""
+	for i, n := range ns {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}

@@ -1,0 +1,219 @@
+package operandcleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// planTTL bounds how long a resolved plan (owned CRDs read from the API server) is reused between passes.
+const planTTL = 30 * time.Second
+
+// reconcileDeleting handles a CSV with a deletionTimestamp.
+func (r *Reconciler) reconcileDeleting(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (ctrl.Result, error) {
+	key := keyOf(csv)
+	if !hasFinalizer(csv) {
+		r.forget(key)
+		return ctrl.Result{}, r.deleteRBACCopies(ctx, key)
+	}
+	if !csv.Spec.Cleanup.Enabled {
+		// Abort: the user opted out while the cleanup was pending. Operands already deleted stay deleted.
+		return ctrl.Result{}, r.finish(ctx, csv, "aborted", "operand cleanup aborted (spec.cleanup.enabled is false); remaining CRs are left in place")
+	}
+	return r.runCleanup(ctx, csv)
+}
+
+// runCleanup is one cleanup pass: resolve the plan, list operands, delete those not yet deleting, report.
+func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (ctrl.Result, error) {
+	key := keyOf(csv)
+	st := r.stateFor(key)
+	p, err := r.planFor(ctx, csv, st, false)
+	var blocked *errNoTargets
+	if errors.As(err, &blocked) {
+		return r.reportBlocked(ctx, csv, st, blocked.msg)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.watches.track(key, p); err != nil {
+		return ctrl.Result{}, fmt.Errorf("watching operands: %w", err)
+	}
+	ops, err := r.listOperands(ctx, p)
+	if err != nil {
+		for _, t := range p.types {
+			r.watches.reset(t.gvk.GroupKind())
+		}
+		st.plan = nil
+		return ctrl.Result{}, err
+	}
+	var gone map[types.UID]bool
+	if needsDelete(ops) {
+		fresh, ok, err := r.verifyLive(ctx, csv, p)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ok {
+			st.plan = nil // something changed under us: re-plan from the new state
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		var derr error
+		gone, derr = r.deleteOperands(ctx, fresh, ops)
+		if derr != nil {
+			log.FromContext(ctx).Error(derr, "some operand deletes failed; retrying")
+			err = derr
+		}
+	}
+	pending := ops[:0:0]
+	for _, o := range ops {
+		if !gone[o.uid] {
+			pending = append(pending, o)
+		}
+	}
+	metricPending.WithLabelValues(key.Namespace, key.Name).Set(float64(len(pending)))
+	if len(pending) == 0 && err == nil {
+		left, lerr := r.anyOperandLive(ctx, p)
+		if lerr != nil {
+			return ctrl.Result{}, lerr
+		}
+		if left {
+			return ctrl.Result{RequeueAfter: time.Second}, nil // the cache is behind the API server
+		}
+		note := "operand cleanup completed"
+		if len(p.notes) > 0 {
+			note += "; " + strings.Join(p.notes, "; ")
+		}
+		return ctrl.Result{}, r.finish(ctx, csv, "completed", note)
+	}
+	lists, listed := pendingLists(pending, r.opts.MaxPendingListed)
+	msg := waitingMessage(len(pending), listed, p.notes)
+	wait, serr := r.writeStatus(ctx, csv, st, msg, lists)
+	if serr != nil && err == nil {
+		err = serr
+	}
+	next := min(r.opts.ResyncInterval, r.checkStall(ctx, csv, st, pending, msg))
+	if wait > 0 {
+		next = min(next, wait)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+func needsDelete(ops []operand) bool {
+	for _, o := range ops {
+		if !o.deleting {
+			return true
+		}
+	}
+	return false
+}
+
+// planFor returns the CSV's plan, reusing a recent one when the inputs did not change.
+func (r *Reconciler) planFor(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, force bool) (*plan, error) {
+	t, err := resolveTargets(ctx, r.cache, csv)
+	if err != nil {
+		return nil, err
+	}
+	pk := fmt.Sprintf("%s|%d|%t|%s", csv.UID, csv.Generation, t.all, strings.Join(t.namespaces, ","))
+	if !force && st.plan != nil && st.planKey == pk && r.opts.Now().Before(st.planExpires) {
+		return st.plan, nil
+	}
+	p, err := buildPlan(ctx, r.live, csv, t)
+	if err != nil {
+		return nil, err
+	}
+	st.plan, st.planKey, st.planExpires = p, pk, r.opts.Now().Add(planTTL)
+	return p, nil
+}
+
+// verifyLive re-reads the CSV and its successors from the API server right before operands are deleted.
+// It returns a plan rebuilt from the live CSV, and ok=false if the CSV no longer asks for a cleanup or the
+// plan no longer matches (different targets or owned types).
+func (r *Reconciler) verifyLive(ctx context.Context, cached *v1alpha1.ClusterServiceVersion, p *plan) (*plan, bool, error) {
+	live := &v1alpha1.ClusterServiceVersion{}
+	if err := r.live.Get(ctx, keyOf(cached), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	if live.UID != cached.UID || !isDeleting(live) || !hasFinalizer(live) || !live.Spec.Cleanup.Enabled || isCopied(live) || isReplacedByPhase(live) {
+		return nil, false, nil
+	}
+	succ, err := successors(ctx, r.live, live, false)
+	if err != nil || len(succ) > 0 {
+		return nil, false, err
+	}
+	fresh, err := r.planFor(ctx, live, &csvState{}, true)
+	if err != nil {
+		var blocked *errNoTargets
+		if errors.As(err, &blocked) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	if !samePlan(p, fresh) {
+		return nil, false, nil
+	}
+	return fresh, true, nil
+}
+
+func samePlan(a, b *plan) bool {
+	if a.targets.all != b.targets.all || strings.Join(a.targets.namespaces, ",") != strings.Join(b.targets.namespaces, ",") || len(a.types) != len(b.types) {
+		return false
+	}
+	for gk, ns := range a.allowed {
+		if bns, ok := b.allowed[gk]; !ok || bns != ns {
+			return false
+		}
+	}
+	return true
+}
+
+// reportBlocked records why the cleanup cannot start (status and a Warning event once per reason); it
+// is retried on OperatorGroup events and every ResyncInterval.
+func (r *Reconciler) reportBlocked(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, msg string) (ctrl.Result, error) {
+	msg = "operand cleanup blocked: " + msg
+	if st.lastBlocked != msg {
+		st.lastBlocked = msg
+		r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, EventReasonBlocked, "Cleanup", "%s", msg)
+	}
+	wait, err := r.writeStatus(ctx, csv, st, msg, nil)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	next := r.opts.ResyncInterval
+	if wait > 0 {
+		next = min(next, wait)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// finish ends a cleanup (completed or aborted): drop the RBAC copies, then the finalizer.
+func (r *Reconciler) finish(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, result, note string) error {
+	key := keyOf(csv)
+	if err := r.deleteRBACCopies(ctx, key); err != nil {
+		return err
+	}
+	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) }); err != nil {
+		return err
+	}
+	if ts := csv.GetDeletionTimestamp(); ts != nil {
+		metricDuration.WithLabelValues(result).Observe(r.opts.Now().Sub(ts.Time).Seconds())
+	}
+	r.recorder.Eventf(csv, nil, corev1.EventTypeNormal, map[string]string{"completed": EventReasonCompleted, "aborted": EventReasonAborted}[result], "Cleanup", "%s", note)
+	log.FromContext(ctx).Info(note)
+	r.forget(key)
+	return nil
+}

@@ -1,0 +1,125 @@
+package operandcleanup
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+// Reconciler is the operand-cleanup controller. Build it with New and register it with SetupWithManager.
+type Reconciler struct {
+	opts     Options
+	client   client.Client // writes (and metadata deletes)
+	cache    cache.Cache   // reads: CSVs (stripped), OperatorGroups, cluster RBAC, operand metadata
+	live     client.Reader // uncached reads: CRDs, re-verification before deletes and completion
+	recorder recorder.EventRecorder
+
+	watches   *operandWatches
+	deleteSem chan struct{}
+
+	mu    sync.Mutex
+	state map[types.NamespacedName]*csvState
+}
+
+// csvState is the in-memory bookkeeping of one CSV under cleanup (lost on restart, rebuilt from status).
+type csvState struct {
+	plan        *plan
+	planKey     string
+	planExpires time.Time
+
+	stallCount int
+	stallSince time.Time
+	lastWarn   time.Time
+
+	lastStatusWrite time.Time
+	lastBlocked     string
+}
+
+// New returns the controller for mgr. Call SetupWithManager before starting the manager.
+func New(mgr manager.Manager, opts Options) *Reconciler {
+	opts = opts.withDefaults()
+	return &Reconciler{
+		opts:      opts,
+		client:    mgr.GetClient(),
+		cache:     mgr.GetCache(),
+		live:      mgr.GetAPIReader(),
+		recorder:  mgr.GetEventRecorder(ControllerName),
+		watches:   newOperandWatches(mgr.GetCache()),
+		deleteSem: make(chan struct{}, opts.DeleteConcurrency),
+		state:     map[types.NamespacedName]*csvState{},
+	}
+}
+
+// SetupWithManager registers indexes, metrics and watches. The manager's scheme must hold operators
+// v1alpha1 and v1, rbac/v1 and apiextensions/v1 (see AddToScheme); its cache should be configured with
+// CacheOptions for bounded memory.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	if err := RegisterMetrics(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1alpha1.ClusterServiceVersion{}, replacesField, indexReplaces); err != nil {
+		return fmt.Errorf("indexing %s: %w", replacesField, err)
+	}
+	for _, obj := range []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
+		if err := idx.IndexField(ctx, obj, rbacSourceField, olmOwnerKey); err != nil {
+			return err
+		}
+		if err := idx.IndexField(ctx, obj, rbacCopyField, copyForKey); err != nil {
+			return err
+		}
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha1.ClusterServiceVersion{}, builder.WithPredicates(csvChanged())).
+		// A new (or removed) successor re-evaluates the CSV it replaces.
+		Watches(&v1alpha1.ClusterServiceVersion{}, handler.EnqueueRequestsFromMapFunc(mapToReplaced)).
+		Watches(&operatorsv1.OperatorGroup{}, handler.EnqueueRequestsFromMapFunc(r.mapOperatorGroup)).
+		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant())).
+		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches.setController(c)
+	return nil
+}
+
+func (r *Reconciler) stateFor(key types.NamespacedName) *csvState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.state[key]
+	if s == nil {
+		s = &csvState{}
+		r.state[key] = s
+	}
+	return s
+}
+
+// forget drops everything kept in memory for a CSV whose cleanup is over (or never ran).
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.watches.untrack(key)
+	r.mu.Lock()
+	delete(r.state, key)
+	r.mu.Unlock()
+	forgetMetrics(key.Namespace, key.Name)
+}
+
+var _ reconcile.Reconciler = &Reconciler{}

@@ -1,0 +1,68 @@
+// Package operandcleanup implements OLM's "olm-deletes-operands" enhancement beside stock OLM: when a user
+// opts a ClusterServiceVersion in (spec.cleanup.enabled: true) and later deletes it, every custom resource
+// of the CSV's owned CRDs in the operator's target namespaces is deleted, and the CSV (with the operator
+// Deployment it owns) is held by a finalizer until those CRs are gone, so the operator can run its own
+// finalizers.
+//
+// # Rules
+//
+//   - Only the installation is acted on: copied CSVs (label olm.copiedFrom, status.reason Copied) are not
+//     even cached, and never get the finalizer.
+//   - spec.cleanup.enabled true ⇒ finalizer operatorframework.io/cleanup-apis; false/unset ⇒ none (removed
+//     if present). Setting it false while the CSV is pending deletion aborts the cleanup at once.
+//   - Deleted: instances of spec.customresourcedefinitions.owned, resolved by name from the live CRD
+//     (group, served version, kind, scope), in the target namespaces: annotation olm.targetNamespaces,
+//     else status.namespaces of the single OperatorGroup of the CSV's namespace; "" = all namespaces.
+//     Never: instances of required CRDs (a CRD both owned and required counts as required), CRDs
+//     themselves, anything outside the targets, cluster-scoped instances unless the operator is global.
+//     Missing targets (no annotation, no or several OperatorGroups) block the cleanup with a status
+//     message and a Warning event; an owned CRD that is not installed is skipped with a note.
+//   - Upgrades never clean up: a CSV with a successor (a CSV of its namespace with spec.replaces naming
+//     it) or in phase Replacing / reason BeingReplaced|Replaced loses the finalizer; when a successor is
+//     known, the successor gets spec.cleanup.enabled: true first and then the old CSV gets false. This
+//     also holds when the old CSV is already being deleted.
+//   - OLM (≥0.27) deletes a CSV's cluster RBAC (olm.owner* labels) as soon as the CSV is deleted. While
+//     cleanup is enabled this controller keeps exact copies (label RBACCopyForLabel, names prefixed
+//     RBACCopyNamePrefix, bindings pointing at the copied roles) and removes them when the cleanup ends,
+//     is disabled, hands over to an upgrade, or the CSV is gone.
+//   - Safety: operands are deleted with a UID precondition; right before a delete pass the CSV, its
+//     successors, targets and owned/required CRDs are re-read from the API server; each object is
+//     re-checked against that plan. The finalizer is removed only after an uncached list confirms that
+//     no operand is left.
+//
+// # Decisions where the enhancement and the operator-framework/api types differ (the API wins)
+//
+//   - status.cleanup.pendingDeletion is []v1alpha1.ResourceList{Group, Kind, Instances[]{Name,
+//     Namespace}}, not the enhancement's flat {resource, kind, version, name, namespace} list. It is
+//     bounded (Options.MaxPendingListed, default 100, in a stable group/kind/namespace/name order); the
+//     message always carries the total.
+//   - The reason is v1alpha1.CSVReasonWaitingForCleanupToComplete ("WaitingOnCleanup"), not
+//     "CleanupWaiting". The phase is the string "Cleanup" (the API has no constant; phase is free-form).
+//   - status.conditions follows the API's SetPhase semantics: an entry is appended when phase or reason
+//     change (trimmed to v1alpha1.ConditionsLengthLimit); while only the message changes (pending count),
+//     the latest entry — this controller's — is updated in place rather than appending one entry per
+//     step, which would push OLM's history out of the 20-entry window.
+//   - spec.cleanup is a non-pointer struct with a required "enabled" field, so "unset" and false are the
+//     same state.
+//
+// # Status ownership
+//
+// OLM stops writing a CSV's status once it has a deletionTimestamp; this controller writes it only from
+// then on (never before deletion), as a JSON merge patch of the changed status fields guarded by
+// resourceVersion, at most every Options.StatusUpdateInterval while only the pending list changes.
+//
+// # Scale
+//
+// Operands are never cached as full objects: one metadata-only informer per owned GroupKind runs while at
+// least one cleanup needs it (slimmed to name, namespace, UID, deletionTimestamp, finalizers) and is
+// removed afterwards. Operand create/delete events requeue the CSVs concerned; Options.ResyncInterval is
+// only a backstop. Deletes run concurrently under a controller-wide bound (Options.DeleteConcurrency).
+//
+// Stalls: when the pending count has not decreased for Options.StallTimeout (or the CSV's
+// StallTimeoutAnnotation), a CleanupStalled Warning event names the blocking CRs and their finalizers.
+// Metrics: operand_cleanup_pending_resources{namespace,csv}, operand_cleanup_duration_seconds{result},
+// operand_cleanup_deletes_total{result}, operand_cleanup_stalled_total{namespace,csv}.
+//
+// Entry points: Main (binary and local runtime, docs/CONTRACTS.md) and New(mgr, Options).SetupWithManager
+// (with a manager built from NewScheme and CacheOptions).
+package operandcleanup

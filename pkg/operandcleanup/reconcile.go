@@ -1,0 +1,162 @@
+package operandcleanup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// conflictRetry is the requeue delay after an optimistic-concurrency conflict (the cache was behind).
+const conflictRetry = 200 * time.Millisecond
+
+// Reconcile handles one CSV: opt-in finalizer, upgrade hand-over, RBAC preservation and, once the CSV is
+// being deleted, the operand cleanup itself.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if err != nil && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+		// A write raced with another writer or with the object's removal: not an error, look again once
+		// the cache caught up.
+		log.FromContext(ctx).V(1).Info("retrying after a write race", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	csv := &v1alpha1.ClusterServiceVersion{}
+	if err := r.cache.Get(ctx, req.NamespacedName, csv); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return r.reconcileGone(ctx, req.NamespacedName)
+	}
+	if isCopied(csv) {
+		// Not the installation: never ours to hold.
+		return ctrl.Result{}, r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) })
+	}
+	succ, err := successors(ctx, r.cache, csv, true)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(succ) > 0 || isReplacedByPhase(csv) {
+		return ctrl.Result{}, r.reconcileReplaced(ctx, csv, succ)
+	}
+	if !isDeleting(csv) {
+		return ctrl.Result{}, r.reconcileActive(ctx, csv)
+	}
+	return r.reconcileDeleting(ctx, csv)
+}
+
+// reconcileGone runs when the CSV is not in the cache: drop the RBAC copies and the bookkeeping once the
+// API server confirms it is gone. If it still exists, either the cache is behind (its event will come) or
+// it is an OLM copy, which the cache leaves out: a copy must never keep this finalizer.
+func (r *Reconciler) reconcileGone(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
+	live := &v1alpha1.ClusterServiceVersion{}
+	err := r.live.Get(ctx, key, live)
+	if err == nil {
+		if isCopied(live) {
+			return ctrl.Result{}, r.patchCSV(ctx, live, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) })
+		}
+		return ctrl.Result{}, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	if err := r.deleteRBACCopies(ctx, key); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.forget(key)
+	return ctrl.Result{}, nil
+}
+
+// reconcileActive handles a CSV that is not being deleted: the finalizer follows spec.cleanup.enabled, and
+// while it is enabled the operator's cluster RBAC is mirrored into copies OLM will not delete.
+func (r *Reconciler) reconcileActive(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) error {
+	key := keyOf(csv)
+	if !csv.Spec.Cleanup.Enabled {
+		if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) }); err != nil {
+			return err
+		}
+		r.forget(key)
+		return r.deleteRBACCopies(ctx, key)
+	}
+	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.AddFinalizer(c, Finalizer) }); err != nil {
+		return err
+	}
+	return r.syncRBACCopies(ctx, key, func() (bool, error) {
+		live := &v1alpha1.ClusterServiceVersion{}
+		if err := r.live.Get(ctx, key, live); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return live.UID == csv.UID && !isDeleting(live) && live.Spec.Cleanup.Enabled, nil
+	})
+}
+
+// reconcileReplaced hands cleanup over to the successor(s) of an upgrade: they get spec.cleanup.enabled
+// first, then this CSV loses the finalizer and (when a successor is known) its own opt-in, so OLM's
+// deletion of the old CSV never triggers a cleanup. With no successor visible (only the phase says it is
+// being replaced) the opt-in is kept so it can still be handed over when the successor shows up.
+func (r *Reconciler) reconcileReplaced(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, succ []v1alpha1.ClusterServiceVersion) error {
+	key := keyOf(csv)
+	var handedTo []string
+	if csv.Spec.Cleanup.Enabled {
+		for i := range succ {
+			s := &succ[i]
+			handedTo = append(handedTo, s.Name)
+			if s.Spec.Cleanup.Enabled {
+				continue
+			}
+			if err := r.patchCSV(ctx, s, func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = true }); err != nil {
+				return fmt.Errorf("propagating spec.cleanup.enabled to successor %s: %w", s.Name, err)
+			}
+		}
+	}
+	changed := hasFinalizer(csv) || (len(succ) > 0 && csv.Spec.Cleanup.Enabled)
+	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) {
+		controllerutil.RemoveFinalizer(c, Finalizer)
+		if len(succ) > 0 {
+			c.Spec.Cleanup.Enabled = false
+		}
+	}); err != nil {
+		return err
+	}
+	if changed {
+		note := "CSV is being replaced by an upgrade: operand cleanup disabled for it"
+		if len(handedTo) > 0 {
+			note += "; spec.cleanup.enabled handed over to " + strings.Join(handedTo, ", ")
+		}
+		r.recorder.Eventf(csv, nil, corev1.EventTypeNormal, EventReasonUpgrade, "Upgrade", "%s", note)
+		log.FromContext(ctx).Info(note)
+	}
+	r.forget(key)
+	return r.deleteRBACCopies(ctx, key)
+}
+
+// patchCSV applies mutate to a copy of csv and sends the difference as a merge patch guarded by the
+// resourceVersion (cached CSVs are stripped, so they are never sent whole). No-op when nothing changed.
+func (r *Reconciler) patchCSV(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, mutate func(*v1alpha1.ClusterServiceVersion)) error {
+	updated := csv.DeepCopy()
+	mutate(updated)
+	if equalSpecMeta(csv, updated) {
+		return nil
+	}
+	if err := r.client.Patch(ctx, updated, client.MergeFromWithOptions(csv, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching CSV %s/%s: %w", csv.Namespace, csv.Name, err)
+	}
+	*csv = *updated
+	return nil
+}
+
+func equalSpecMeta(a, b *v1alpha1.ClusterServiceVersion) bool {
+	return a.Spec.Cleanup == b.Spec.Cleanup && strings.Join(a.Finalizers, "\x00") == strings.Join(b.Finalizers, "\x00")
+}

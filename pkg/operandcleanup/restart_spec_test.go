@@ -1,0 +1,101 @@
+package operandcleanup
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+)
+
+var _ = Describe("controller restarts", func() {
+	It("finishes a cleanup that was pending when the controller stopped", func() {
+		ns := newNamespace("restart")
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
+		key := keyOf(csv)
+		Eventually(csvFinalizers(key)).Should(ContainElement(Finalizer))
+		widgets := createOperands(widgetKind, ns, "w", 4, testFinalizer)
+		deleteCSV(csv)
+		Eventually(func() string { return getCSV(key).Status.Message }).Should(HavePrefix("waiting for operator to finish cleanup for 4 CRs"))
+
+		restartController(func() {
+			releaseOperands(widgets[:2]...)
+			// A CR created while the controller is down is cleaned up too.
+			widgets = append(widgets, createOperands(widgetKind, ns, "late", 1, testFinalizer)...)
+		})
+		Eventually(func() string { return getCSV(key).Status.Message }).Should(HavePrefix("waiting for operator to finish cleanup for 3 CRs"))
+		expectAll(widgets[2:], "deleting")
+		releaseOperands(widgets[2:]...)
+		Eventually(csvGone(key)).Should(BeTrue())
+		expectAll(widgets, "absent")
+	})
+
+	It("cleans up a CSV deleted while the controller was down", func() {
+		ns := newNamespace("down")
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
+		Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
+		widgets := createOperands(widgetKind, ns, "w", 3)
+		restartController(func() {
+			deleteCSV(csv)
+			Consistently(csvGone(keyOf(csv)), "500ms").Should(BeFalse())
+		})
+		Eventually(csvGone(keyOf(csv))).Should(BeTrue())
+		expectAll(widgets, "absent")
+	})
+})
+
+var _ = Describe("malformed input", func() {
+	It("blocks without deleting anything when the target namespaces are unknown, and resumes once they are", func() {
+		ns := newNamespace("no-og")
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), owns(widgetKind)) // no olm.targetNamespaces
+		key := keyOf(csv)
+		Eventually(csvFinalizers(key)).Should(ContainElement(Finalizer))
+		widgets := createOperands(widgetKind, ns, "w", 2)
+		deleteCSV(csv)
+		Eventually(func() string { return getCSV(key).Status.Message }).Should(ContainSubstring("no OperatorGroup in namespace " + ns))
+		Expect(getCSV(key).Status.Phase).To(Equal(PhaseCleanup))
+		Eventually(csvEvents(csv)).Should(ContainElement(HavePrefix(EventReasonBlocked)))
+		Consistently(allInState(widgets, "present")).Should(BeTrue())
+
+		By("an OperatorGroup appears")
+		createOperatorGroup(ns, ns)
+		Eventually(csvGone(key)).Should(BeTrue())
+		expectAll(widgets, "absent")
+	})
+
+	It("refuses ambiguous OperatorGroups", func() {
+		ns := newNamespace("two-og")
+		createOperatorGroupNamed(ns, "og-1", ns)
+		createOperatorGroupNamed(ns, "og-2", ns)
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), owns(widgetKind))
+		Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
+		widgets := createOperands(widgetKind, ns, "w", 1)
+		deleteCSV(csv)
+		Eventually(func() string { return getCSV(keyOf(csv)).Status.Message }).Should(ContainSubstring("2 OperatorGroups"))
+		Consistently(allInState(widgets, "present")).Should(BeTrue())
+		updateCSV(keyOf(csv), func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = false })
+		Eventually(csvGone(keyOf(csv))).Should(BeTrue())
+		expectAll(widgets, "present")
+	})
+
+	It("skips an owned CRD that is not installed and cleans up the rest", func() {
+		ns := newNamespace("missing-crd")
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(nothingKind, widgetKind))
+		Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
+		widgets := createOperands(widgetKind, ns, "w", 1, testFinalizer)
+		deleteCSV(csv)
+		Eventually(func() string { return getCSV(keyOf(csv)).Status.Message }).Should(Equal(
+			"waiting for operator to finish cleanup for 1 CRs; owned CRDs not installed, skipped: " + nothingKind.crdName()))
+		releaseOperands(widgets...)
+		Eventually(csvGone(keyOf(csv))).Should(BeTrue())
+	})
+
+	It("never deletes CRs of a CRD that is both owned and required", func() {
+		ns := newNamespace("both")
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind, gadgetKind), requires(gadgetKind))
+		Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
+		widgets, gadgets := createOperands(widgetKind, ns, "w", 1), createOperands(gadgetKind, ns, "g", 1)
+		deleteCSV(csv)
+		Eventually(csvGone(keyOf(csv))).Should(BeTrue())
+		expectAll(widgets, "absent")
+		expectAll(gadgets, "present")
+	})
+})

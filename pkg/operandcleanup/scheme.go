@@ -1,0 +1,63 @@
+package operandcleanup
+
+import (
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// AddToScheme adds every type the controller reads or writes.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme, operatorsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NewScheme returns a scheme with AddToScheme applied.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(AddToScheme(s))
+	return s
+}
+
+// CacheOptions returns the manager cache settings the controller is designed for:
+//   - CSVs: OLM's copies (label olm.copiedFrom) are not cached at all, and the large fields the controller
+//     never reads are stripped (writes are patches, see stripCSV);
+//   - operands (metadata-only informers, created only while a cleanup runs): only name, namespace, UID,
+//     deletionTimestamp and finalizers are kept;
+//   - everything: no managedFields.
+func CacheOptions() cache.Options {
+	notCopied, err := labels.NewRequirement(v1alpha1.CopiedLabelKey, selection.DoesNotExist, nil)
+	utilruntime.Must(err)
+	return cache.Options{
+		DefaultTransform: slimTransform,
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.ClusterServiceVersion{}: {Label: labels.NewSelector().Add(*notCopied), Transform: stripCSV},
+		},
+	}
+}
+
+// slimTransform drops managedFields everywhere and, for metadata-only objects (operands), everything but
+// what cleanup reads.
+func slimTransform(in interface{}) (interface{}, error) {
+	if m, ok := in.(*metav1.PartialObjectMetadata); ok {
+		m.ManagedFields, m.Annotations, m.Labels, m.OwnerReferences = nil, nil, nil, nil
+		return m, nil
+	}
+	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil)
+	}
+	return in, nil
+}

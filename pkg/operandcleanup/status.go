@@ -1,0 +1,97 @@
+package operandcleanup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// pendingLists groups the pending operands by group/kind for status.cleanup.pendingDeletion, listing at
+// most max instances in total (operands are sorted, so the list is stable between passes).
+func pendingLists(pending []operand, max int) ([]v1alpha1.ResourceList, int) {
+	var out []v1alpha1.ResourceList
+	listed := 0
+	for _, o := range pending {
+		if listed >= max {
+			break
+		}
+		if n := len(out); n == 0 || out[n-1].Group != o.gvk.Group || out[n-1].Kind != o.gvk.Kind {
+			out = append(out, v1alpha1.ResourceList{Group: o.gvk.Group, Kind: o.gvk.Kind, Instances: []v1alpha1.ResourceInstance{}})
+		}
+		last := &out[len(out)-1]
+		last.Instances = append(last.Instances, v1alpha1.ResourceInstance{Name: o.name, Namespace: o.namespace})
+		listed++
+	}
+	return out, listed
+}
+
+// waitingMessage is the status message while operands remain.
+func waitingMessage(total, listed int, notes []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "waiting for operator to finish cleanup for %d CRs", total)
+	if listed < total {
+		fmt.Fprintf(&b, "; status.cleanup.pendingDeletion lists the first %d", listed)
+	}
+	for _, n := range notes {
+		b.WriteString("; ")
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+// withCleanupStatus returns a copy of csv with the cleanup phase, reason, message and pending list set,
+// and the conditions history updated the way the API's SetPhase does it (a new entry when phase or
+// reason change, trimmed to ConditionsLengthLimit). When only the message changes, the latest entry,
+// which is this controller's, is updated in place instead of appending one entry per progress step, so
+// the history OLM recorded before the deletion is not pushed out.
+func withCleanupStatus(csv *v1alpha1.ClusterServiceVersion, msg string, lists []v1alpha1.ResourceList, now metav1.Time) *v1alpha1.ClusterServiceVersion {
+	out := csv.DeepCopy()
+	st := &out.Status
+	if st.Phase == PhaseCleanup && st.Reason == ReasonWaitingOnCleanup && st.Message == msg &&
+		equality.Semantic.DeepEqual(st.Cleanup.PendingDeletion, lists) {
+		return out
+	}
+	if st.Phase != PhaseCleanup {
+		st.LastTransitionTime = &now
+	}
+	st.Phase, st.Reason, st.Message, st.LastUpdateTime = PhaseCleanup, ReasonWaitingOnCleanup, msg, &now
+	st.Cleanup.PendingDeletion = lists
+	n := len(st.Conditions)
+	if n == 0 || st.Conditions[n-1].Phase != PhaseCleanup || st.Conditions[n-1].Reason != ReasonWaitingOnCleanup {
+		st.Conditions = append(st.Conditions, v1alpha1.ClusterServiceVersionCondition{
+			Phase: PhaseCleanup, Reason: ReasonWaitingOnCleanup, Message: msg, LastUpdateTime: &now, LastTransitionTime: &now,
+		})
+		out.TrimConditionsIfLimitExceeded()
+	} else if st.Conditions[n-1].Message != msg {
+		st.Conditions[n-1].Message, st.Conditions[n-1].LastUpdateTime = msg, &now
+	}
+	return out
+}
+
+// writeStatus patches the CSV status (merge patch of the changed status fields, optimistic lock on
+// resourceVersion) when it differs. Only the first write of a cleanup and phase changes are immediate;
+// later ones are spaced by StatusUpdateInterval. It returns when the next write is allowed if it skipped.
+func (r *Reconciler) writeStatus(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, msg string, lists []v1alpha1.ResourceList) (time.Duration, error) {
+	now := r.opts.Now()
+	updated := withCleanupStatus(csv, msg, lists, metav1.NewTime(now))
+	if equality.Semantic.DeepEqual(updated.Status, csv.Status) {
+		return 0, nil
+	}
+	if csv.Status.Phase == PhaseCleanup && !st.lastStatusWrite.IsZero() {
+		if wait := st.lastStatusWrite.Add(r.opts.StatusUpdateInterval).Sub(now); wait > 0 {
+			return wait, nil
+		}
+	}
+	patch := client.MergeFromWithOptions(csv, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Status().Patch(ctx, updated, patch); err != nil {
+		return 0, fmt.Errorf("patching status: %w", err)
+	}
+	st.lastStatusWrite = now
+	return 0, nil
+}

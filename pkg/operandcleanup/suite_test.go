@@ -1,0 +1,87 @@
+package operandcleanup
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
+)
+
+// The suite runs the controller through Main, in-process, impersonating the ServiceAccount of the shipped
+// manifests: every spec also proves the ClusterRole is sufficient. The resync backstop is set to 10m so
+// that progress must come from watch events.
+var (
+	tenv          *testEnv
+	ctrlUnderTest *runningController
+	ctx           = context.Background()
+	nsCounter     atomic.Int64
+)
+
+// suiteArgs are the flags of the controller under test.
+var suiteArgs = []string{
+	"--resync-interval=10m",
+	"--max-pending-listed=5",
+	"--status-update-interval=100ms",
+	"--stall-timeout=10m",
+	"--delete-concurrency=8",
+	// Exercises the leader-election Role of the manifests too (released on stop, so restarts are quick).
+	"--leader-elect",
+	"--leader-election-namespace=" + operandcleanupconfig.Namespace,
+}
+
+func TestOperandCleanup(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(2 * time.Second)
+	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
+	RunSpecs(t, "operand-cleanup controller")
+}
+
+var _ = BeforeSuite(func() {
+	ctrllog.SetLogger(GinkgoLogr) // envtest's own logging; the controller gets its logger from ctx
+	var err error
+	tenv, err = startTestEnv()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(tenv.installControllerRBAC(ctx)).To(Succeed())
+	startSuiteController()
+})
+
+var _ = AfterSuite(func() {
+	if ctrlUnderTest != nil {
+		Expect(ctrlUnderTest.stop()).To(Succeed())
+	}
+	if tenv != nil {
+		Expect(tenv.stop()).To(Succeed())
+	}
+})
+
+func startSuiteController() {
+	cfg := tenv.asServiceAccount(operandcleanupconfig.Namespace, operandcleanupconfig.ServiceAccount)
+	ctrlUnderTest = startController(cfg, GinkgoLogr, suiteArgs...)
+}
+
+// restartController stops the suite's controller, runs between (the cluster changes while it is down)
+// and starts it again.
+func restartController(between func()) {
+	Expect(ctrlUnderTest.stop()).To(Succeed())
+	between()
+	startSuiteController()
+}
+
+// newNamespace creates a uniquely named namespace (envtest has no namespace controller, so they are
+// never deleted; unique names keep specs independent).
+func newNamespace(prefix string) string {
+	ns := &corev1.Namespace{}
+	ns.Name = fmt.Sprintf("%s-%d", prefix, nsCounter.Add(1))
+	Expect(tenv.admin.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}

@@ -1,0 +1,201 @@
+package applier
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
+	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
+)
+
+// ClusterOperatorNotReadyError: a payload ClusterOperator did not report the manifest's versions in time.
+type ClusterOperatorNotReadyError struct {
+	Name    string
+	Undone  []string // e.g. "operator from 1.0.0 to 2.0.0"
+	Timeout time.Duration
+}
+
+func (e *ClusterOperatorNotReadyError) Error() string {
+	return fmt.Sprintf("cluster operator %s has not reached the payload versions within %s: %s",
+		e.Name, e.Timeout, strings.Join(e.Undone, ", "))
+}
+
+// manifestVersions reads status.versions of a ClusterOperator manifest.
+func manifestVersions(u *unstructured.Unstructured) []configv1.OperandVersion {
+	items, _, _ := unstructured.NestedSlice(u.Object, "status", "versions")
+	var out []configv1.OperandVersion
+	for _, it := range items {
+		mm, ok := it.(map[string]interface{})
+		if !ok {
+			continue
+		}
+		name, _ := mm["name"].(string)
+		version, _ := mm["version"].(string)
+		out = append(out, configv1.OperandVersion{Name: name, Version: version})
+	}
+	return out
+}
+
+// undoneVersions lists the expected versions the live object does not report, CVO-style.
+func undoneVersions(expected, actual []configv1.OperandVersion) []string {
+	var undone []string
+	for _, exp := range expected {
+		current := ""
+		for _, act := range actual {
+			if act.Name == exp.Name {
+				current = act.Version
+				break
+			}
+		}
+		if current == exp.Version {
+			continue
+		}
+		if current == "" {
+			undone = append(undone, fmt.Sprintf("%s to %s", exp.Name, exp.Version))
+		} else {
+			undone = append(undone, fmt.Sprintf("%s from %s to %s", exp.Name, current, exp.Version))
+		}
+	}
+	sort.Strings(undone)
+	return undone
+}
+
+// newClusterOperator is the object pre-created for a manifest: metadata and empty spec, no status.
+func newClusterOperator(m *unstructured.Unstructured) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{}}}
+	u.SetGroupVersionKind(configv1.ClusterOperatorGVK)
+	u.SetName(m.GetName())
+	u.SetLabels(m.GetLabels())
+	ann := map[string]string{}
+	for k, v := range m.GetAnnotations() {
+		if k != payload.DeleteAnnotation {
+			ann[k] = v
+		}
+	}
+	if len(ann) > 0 {
+		u.SetAnnotations(ann)
+	}
+	return u
+}
+
+// ensureClusterOperator creates the ClusterOperator if it is missing; created reports whether it did.
+func (a *Applier) ensureClusterOperator(ctx context.Context, m *unstructured.Unstructured) (bool, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(configv1.ClusterOperatorGVK)
+	err := a.c.Get(ctx, client.ObjectKey{Name: m.GetName()}, live)
+	if err == nil {
+		return false, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	if err := a.c.Create(ctx, newClusterOperator(m)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, err
+	}
+	return true, nil
+}
+
+// precreateClusterOperators creates the payload's ClusterOperators (without status) when missing, at
+// the start of a pass, so their operators and must-gather find them early. Failures are reported,
+// not fatal (the task itself retries).
+func (a *Applier) precreateClusterOperators(ctx context.Context, run *runState, p *payload.Payload) {
+	for _, m := range p.Manifests {
+		if !m.IsClusterOperator() || m.Obj.GetName() == "" {
+			continue
+		}
+		if del, err := payload.ValidDeleteAnnotation(m.Obj.GetAnnotations()); del || err != nil {
+			continue
+		}
+		created, err := a.ensureClusterOperator(ctx, m.Obj)
+		switch {
+		case err != nil:
+			a.message(run, m, SeverityInfo, fmt.Sprintf("Unable to precreate cluster operator %s: %v", m.Obj.GetName(), err))
+		case created:
+			a.message(run, m, SeverityInfo, fmt.Sprintf("Precreated cluster operator %s.", m.Obj.GetName()))
+		}
+	}
+}
+
+// clusterOperatorTask waits (bounded by Options.ClusterOperatorTimeout) until the live ClusterOperator
+// reports every name/version pair of the manifest's status.versions, like the CVO; the manifest
+// itself is not applied (its operator owns the status).
+func (a *Applier) clusterOperatorTask(ctx context.Context, run *runState, t target) error {
+	name := t.m.Obj.GetName()
+	expected := manifestVersions(t.m.Obj)
+	if len(expected) == 0 {
+		return fmt.Errorf("cluster operator %s does not declare expected versions", name)
+	}
+	if _, err := a.ensureClusterOperator(ctx, t.m.Obj); err != nil {
+		return fmt.Errorf("cannot create cluster operator %s: %w", name, err)
+	}
+	var undone []string
+	var lastErr error
+	waiting := false
+	defer func() {
+		if waiting {
+			a.setWaiting(ctx, run, name, false)
+		}
+	}()
+	wctx, cancel := context.WithTimeout(ctx, a.opts.ClusterOperatorTimeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(wctx, a.opts.PollInterval, true, func(pctx context.Context) (bool, error) {
+		var co configv1.ClusterOperator
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(configv1.ClusterOperatorGVK)
+		if err := a.c.Get(pctx, client.ObjectKey{Name: name}, live); err != nil {
+			// Keep polling through any error (it may be recreated, or the API may blip); the timeout bounds it.
+			if pctx.Err() == nil {
+				lastErr = err
+			}
+			return false, nil
+		}
+		if err := fromUnstructured(live, &co); err != nil {
+			return false, err
+		}
+		lastErr = nil
+		undone = undoneVersions(expected, co.Status.Versions)
+		if len(undone) == 0 {
+			return true, nil
+		}
+		if !waiting {
+			waiting = true
+			a.message(run, t.m, SeverityInfo, fmt.Sprintf("Waiting on cluster operator %s: %s.", name, strings.Join(undone, ", ")))
+			a.setWaiting(ctx, run, name, true)
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return fmt.Errorf("waiting on cluster operator %s: %w", name, ctx.Err())
+	case wctx.Err() != nil:
+		if lastErr != nil {
+			undone = append(undone, fmt.Sprintf("cannot get it: %v", lastErr))
+		}
+		return &ClusterOperatorNotReadyError{Name: name, Undone: undone, Timeout: a.opts.ClusterOperatorTimeout}
+	default:
+		return fmt.Errorf("waiting on cluster operator %s: %w", name, err)
+	}
+	a.message(run, t.m, SeverityInfo, fmt.Sprintf("Cluster operator %s reports the payload versions.", name))
+	run.setOutcome(t.m, OutcomeClusterOperatorReady)
+	return nil
+}
+
+func (a *Applier) setWaiting(ctx context.Context, run *runState, name string, on bool) {
+	run.mu.Lock()
+	if on {
+		run.waiting[name] = true
+	} else {
+		delete(run.waiting, name)
+	}
+	run.mu.Unlock()
+	a.writeStatus(context.WithoutCancel(ctx), statusInput{run: run, phase: phaseRunning})
+}

@@ -1,0 +1,115 @@
+package applier_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	payloadapplier "github.com/cleanup-e2e/cleanup-e2e/config/payload-applier"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
+	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
+)
+
+var _ = Describe("Main", func() {
+	var (
+		ctx           context.Context
+		sysNS, appNS  string
+		coName        string
+		getenv        func(string) string
+		payloadConfig func(b *pt.Builder) *corev1.ConfigMap
+	)
+	BeforeEach(func() {
+		ctx = context.Background()
+		sysNS, appNS, coName = unique("applier"), unique("app"), unique("payload-applier")
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sysNS}})).To(Succeed())
+		getenv = func(k string) string {
+			if k == "POD_NAMESPACE" {
+				return sysNS
+			}
+			return ""
+		}
+		payloadConfig = func(b *pt.Builder) *corev1.ConfigMap {
+			files, err := b.Files()
+			Expect(err).NotTo(HaveOccurred())
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: sysNS, Name: "payload"}, Data: map[string]string{}}
+			for k, v := range files {
+				cm.Data[k] = string(v)
+			}
+			return cm
+		}
+	})
+
+	It("runs one pass from a directory and accepts the local runtime's flags", func() {
+		dir := pt.New("1.0.0").
+			File("0000_05_app_00_ns.yaml", pt.Namespace(appNS)).
+			File("0000_10_app_00_cm.yaml", pt.ConfigMap(appNS, "from-dir", nil)).
+			MustWrite(GinkgoT().TempDir())
+		err := applier.Main(ctx, cfg, []string{"--payload", dir, "--mode", "install", "--cluster-operator", coName,
+			"--metrics-bind-address=0", "--health-probe-bind-address=0"}, getenv)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(getObj(ctx, "v1", "ConfigMap", appNS, "from-dir")).Error().NotTo(HaveOccurred())
+		Expect(getCO(ctx, coName)()).To(matchers.HaveOperandVersion("operator", "1.0.0"))
+		var state corev1.ConfigMap
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: sysNS, Name: coName + "-state"}, &state)).To(Succeed())
+	})
+
+	It("loops over a ConfigMap payload: install, then reconcile, then update when it changes", func() {
+		v1 := pt.New("1.0.0").
+			File("0000_05_app_00_ns.yaml", pt.Namespace(appNS)).
+			File("0000_10_app_00_cm.yaml", pt.ConfigMap(appNS, "old", nil))
+		Expect(k8s.Create(ctx, payloadConfig(v1))).To(Succeed())
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- applier.Main(runCtx, cfg, []string{"--payload-configmap=payload", "--mode=install", "--interval=200ms",
+				"--cluster-operator=" + coName}, getenv)
+		}()
+		DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
+
+		Eventually(getCO(ctx, coName)).Should(matchers.HaveOperandVersion("operator", "1.0.0"))
+		Expect(getObj(ctx, "v1", "ConfigMap", appNS, "old")).Error().NotTo(HaveOccurred())
+
+		v2 := v1.Clone().Version("1.1.0").File("0000_10_app_00_cm.yaml", pt.Delete(pt.ConfigMap(appNS, "old", nil)))
+		Expect(k8s.Update(ctx, payloadConfig(v2))).To(Succeed())
+		Eventually(func() bool {
+			_, err := getObj(ctx, "v1", "ConfigMap", appNS, "old")
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
+		Eventually(getCO(ctx, coName)).Should(And(
+			matchers.HaveOperandVersion("operator", "1.1.0"),
+			matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected)))
+	})
+
+	It("rejects bad flags", func() {
+		for _, args := range [][]string{
+			{"--mode=install"},
+			{"--payload=/x", "--payload-configmap=y"},
+			{"--payload=/x", "--mode=upgrade"},
+			{"--payload=/x", "extra"},
+		} {
+			Expect(applier.Main(ctx, cfg, args, getenv)).NotTo(Succeed(), "%v", args)
+		}
+		Expect(applier.Main(ctx, cfg, []string{"--payload-configmap=y"}, func(string) string { return "" })).
+			To(MatchError(ContainSubstring("POD_NAMESPACE")))
+	})
+
+	It("ships deployable manifests", func() {
+		objs, err := payloadapplier.Objects()
+		Expect(err).NotTo(HaveOccurred())
+		var kinds []string
+		for _, o := range objs {
+			kinds = append(kinds, o.GetKind())
+			Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("test"), client.ForceOwnership)).
+				To(Succeed(), "%s %s", o.GetKind(), o.GetName())
+		}
+		Expect(kinds).To(ConsistOf("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"))
+	})
+})
