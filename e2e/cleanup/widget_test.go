@@ -21,7 +21,10 @@ import (
 // (operands in other namespaces untouched), pending listing and its cap, abort, upgrade v0.1.0 →
 // v0.2.0 → v0.3.0. widget-operator's finalizer needs its cluster permissions (records live outside
 // the target namespaces), so every enabled case also proves the RBAC is kept through cleanup.
-var _ = specs.OperandCleanupSpec(context.Background(), specs.OperandCleanupSpecInput{
+var _ = specs.OperandCleanupSpec(context.Background(), widgetOperator)
+
+// widgetOperator describes widget-operator to the spec library; the fixture-specific specs reuse it.
+var widgetOperator = specs.OperandCleanupSpecInput{
 	Cluster:           clusterUnderTest,
 	Name:              "widget-operator",
 	BundleDir:         bundles.Dir("widget-operator", "v0.1.0"),
@@ -33,7 +36,7 @@ var _ = specs.OperandCleanupSpec(context.Background(), specs.OperandCleanupSpecI
 	Samples:    widgetSamples,
 	Reconciled: widgetReconciled,
 	Finalized:  recordGone,
-})
+}
 
 var widgetGVK = fixturesv1alpha1.GroupVersion.WithKind("Widget")
 

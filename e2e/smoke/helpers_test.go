@@ -1,8 +1,8 @@
 package smoke
 
 import (
-	"k8s.io/apimachinery/pkg/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"

@@ -32,8 +32,8 @@ func (e PendingEntry) String() string {
 	return fmt.Sprintf("%s.%s %s/%s", e.Kind, e.Group, e.Namespace, e.Name)
 }
 
-// Pending flattens status.cleanup.pendingDeletion into sorted entries.
-func Pending(lists []operatorsv1alpha1.ResourceList) []PendingEntry {
+// PendingEntries flattens status.cleanup.pendingDeletion into sorted entries.
+func PendingEntries(lists []operatorsv1alpha1.ResourceList) []PendingEntry {
 	var out []PendingEntry
 	for _, l := range lists {
 		for _, i := range l.Instances {
@@ -47,7 +47,7 @@ func Pending(lists []operatorsv1alpha1.ResourceList) []PendingEntry {
 // FormatPending renders pendingDeletion compactly for failure messages.
 func FormatPending(lists []operatorsv1alpha1.ResourceList) string {
 	var s []string
-	for _, e := range Pending(lists) {
+	for _, e := range PendingEntries(lists) {
 		s = append(s, e.String())
 	}
 	return "[" + strings.Join(s, ", ") + "]"
@@ -59,14 +59,14 @@ func HavePendingDeletion(entries ...PendingEntry) types.GomegaMatcher {
 	want := append([]PendingEntry{}, entries...)
 	sort.Slice(want, func(a, b int) bool { return want[a].String() < want[b].String() })
 	return &csvMatcher{want: fmt.Sprintf("list exactly %v pending deletion", want), match: func(csv *operatorsv1alpha1.ClusterServiceVersion) bool {
-		return fmt.Sprint(Pending(csv.Status.Cleanup.PendingDeletion)) == fmt.Sprint(want)
+		return fmt.Sprint(PendingEntries(csv.Status.Cleanup.PendingDeletion)) == fmt.Sprint(want)
 	}}
 }
 
 // HavePendingCount matches a CSV listing n instances in status.cleanup.pendingDeletion.
 func HavePendingCount(n int) types.GomegaMatcher {
 	return &csvMatcher{want: fmt.Sprintf("list %d instances pending deletion", n), match: func(csv *operatorsv1alpha1.ClusterServiceVersion) bool {
-		return len(Pending(csv.Status.Cleanup.PendingDeletion)) == n
+		return len(PendingEntries(csv.Status.Cleanup.PendingDeletion)) == n
 	}}
 }
 

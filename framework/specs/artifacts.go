@@ -10,7 +10,7 @@ import (
 
 // CollectOnFailure dumps the involved namespaces, OLM's cluster RBAC and every log of the provider
 // under $ARTIFACTS (or _artifacts/) when the current spec has failed. Call it from an AfterEach, which
-// runs before the spec's DeferCleanup undoes its state.
+// runs before the spec's DeferCleanup undoes its state, or from a DeferCleanup registered last.
 func CollectOnFailure(ctx context.Context, cluster func() Cluster, namespaces ...string) {
 	{
 		if !CurrentSpecReport().Failed() {

@@ -25,36 +25,25 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 	}
 	first := in.InstallModes[0]
 	return Describe(fmt.Sprintf("Operand cleanup of %s", in.Name), Label("operand-cleanup", in.Name), func() {
-		var current *run
-		newRun := func(ctx context.Context, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *run {
-			current = newRun(ctx, in, mode)
-			return current
-		}
-		AfterEach(func(ctx context.Context) {
-			if current != nil {
-				CollectOnFailure(ctx, in.Cluster, current.all...)
-			}
-			current = nil
-		})
 		It("keeps every operand when spec.cleanup is unset", Label("cleanup-unset"), func(ctx context.Context) {
-			r := newRun(ctx, in, first)
-			r.install(ctx, in.BundleDir, nil)
+			r := NewInstallation(ctx, in, first)
+			r.Install(ctx, in.BundleDir, nil)
 			Expect(r.csv).To(matchers.HaveCleanupEnabled(false), "the bundle must leave spec.cleanup as the SDK generates it")
-			r.createOperands(ctx)
-			r.uninstall(ctx)
-			r.expectUninstalled(ctx)
-			r.expectKept(ctx, r.ops.items)
+			r.CreateOperands(ctx)
+			r.Uninstall(ctx)
+			r.ExpectUninstalled(ctx)
+			r.ExpectKept(ctx, r.ops.items)
 		})
 
 		It("keeps every operand when cleanup was opted in and then out", Label("cleanup-disabled"), func(ctx context.Context) {
-			r := newRun(ctx, in, first)
-			r.install(ctx, in.BundleDir, ptr.To(true))
-			r.createOperands(ctx)
-			r.setCleanup(ctx, false)
-			r.expectCleanupFinalizer(ctx, false)
-			r.uninstall(ctx)
-			r.expectUninstalled(ctx)
-			r.expectKept(ctx, r.ops.items)
+			r := NewInstallation(ctx, in, first)
+			r.Install(ctx, in.BundleDir, ptr.To(true))
+			r.CreateOperands(ctx)
+			r.SetCleanup(ctx, false)
+			r.ExpectCleanupFinalizer(ctx, false)
+			r.Uninstall(ctx)
+			r.ExpectUninstalled(ctx)
+			r.ExpectKept(ctx, r.ops.items)
 		})
 
 		for _, mode := range in.InstallModes {
@@ -63,41 +52,41 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 				decorators = append(decorators, Serial)
 			}
 			It(fmt.Sprintf("removes the operands in the target namespaces and nothing else [%s]", mode), append(decorators, func(ctx context.Context) {
-				r := newRun(ctx, in, mode)
-				r.install(ctx, in.BundleDir, ptr.To(true))
-				r.createOperands(ctx)
-				removed, kept := r.ops.where(r.watchedNamespaces(), r.global())
+				r := NewInstallation(ctx, in, mode)
+				r.Install(ctx, in.BundleDir, ptr.To(true))
+				r.CreateOperands(ctx)
+				removed, kept := r.ops.where(r.WatchedNamespaces(), r.Global())
 				Expect(removed).NotTo(BeEmpty(), "the samples must give cleanup something to remove")
-				r.uninstall(ctx)
-				r.expectRemoved(ctx, removed)
-				r.expectUninstalled(ctx)
-				r.expectKept(ctx, kept)
+				r.Uninstall(ctx)
+				r.ExpectRemoved(ctx, removed)
+				r.ExpectUninstalled(ctx)
+				r.ExpectKept(ctx, kept)
 			})...)
 		}
 
 		It("lists the operands pending deletion and shrinks the list as they go", Label("cleanup-pending"), func(ctx context.Context) {
-			r := newRun(ctx, in, first)
-			r.install(ctx, in.BundleDir, ptr.To(true))
-			r.createOperands(ctx)
-			held, _ := r.ops.where(r.watchedNamespaces(), r.global())
+			r := NewInstallation(ctx, in, first)
+			r.Install(ctx, in.BundleDir, ptr.To(true))
+			r.CreateOperands(ctx)
+			held, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
 			for _, o := range held {
 				hold(ctx, r.c, o)
 			}
-			r.uninstall(ctx)
-			r.expectPending(ctx, held)
+			r.Uninstall(ctx)
+			r.ExpectPending(ctx, held)
 			for len(held) > 0 {
 				By(fmt.Sprintf("releasing %s %s", held[0].GetKind(), describeKey(held[0])))
 				release(ctx, r.c, held[0])
 				held = held[1:]
-				r.expectPending(ctx, held)
+				r.ExpectPending(ctx, held)
 			}
-			r.expectUninstalled(ctx)
+			r.ExpectUninstalled(ctx)
 		})
 
 		It("caps the pending list and says how many operands remain", Label("cleanup-pending", "cleanup-cap"), func(ctx context.Context) {
-			r := newRun(ctx, in, first)
-			r.install(ctx, in.BundleDir, ptr.To(true))
-			target := r.watchedNamespaces()[0]
+			r := NewInstallation(ctx, in, first)
+			r.Install(ctx, in.BundleDir, ptr.To(true))
+			target := r.WatchedNamespaces()[0]
 			many := func(ns string) []*unstructured.Unstructured {
 				base := in.Samples(ns)[0]
 				out := make([]*unstructured.Unstructured, in.PendingListCap+20)
@@ -110,8 +99,8 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			}
 			r.ops = createSamples(ctx, r.c, many, target)
 			total := len(r.ops.items)
-			r.uninstall(ctx)
-			Eventually(r.liveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
+			r.Uninstall(ctx)
+			Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
 				matchers.HavePhase(PhaseCleanup, ReasonWaitingOnCleanup),
 				matchers.HavePendingCount(in.PendingListCap),
 				matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", total)),
@@ -119,48 +108,48 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			for _, o := range r.ops.items {
 				release(ctx, r.c, o)
 			}
-			r.expectUninstalled(ctx)
+			r.ExpectUninstalled(ctx)
 		})
 
 		It("aborts a stuck cleanup when spec.cleanup.enabled is set to false", Label("cleanup-abort"), func(ctx context.Context) {
-			r := newRun(ctx, in, first)
-			r.install(ctx, in.BundleDir, ptr.To(true))
-			r.createOperands(ctx)
-			watched, _ := r.ops.where(r.watchedNamespaces(), r.global())
+			r := NewInstallation(ctx, in, first)
+			r.Install(ctx, in.BundleDir, ptr.To(true))
+			r.CreateOperands(ctx)
+			watched, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
 			stuck := watched[0]
 			hold(ctx, r.c, stuck)
-			r.uninstall(ctx)
-			r.expectPending(ctx, []*unstructured.Unstructured{stuck})
-			r.setCleanup(ctx, false)
-			r.expectUninstalled(ctx)
-			r.expectKept(ctx, []*unstructured.Unstructured{stuck})
+			r.Uninstall(ctx)
+			r.ExpectPending(ctx, []*unstructured.Unstructured{stuck})
+			r.SetCleanup(ctx, false)
+			r.ExpectUninstalled(ctx)
+			r.ExpectKept(ctx, []*unstructured.Unstructured{stuck})
 		})
 
 		if len(in.UpgradeBundleDirs) > 0 {
 			It("never cleans up on upgrade and carries the opt-in to each new version", Label("cleanup-upgrade"), func(ctx context.Context) {
-				r := newRun(ctx, in, first)
-				r.install(ctx, in.BundleDir, ptr.To(true))
-				r.createOperands(ctx)
+				r := NewInstallation(ctx, in, first)
+				r.Install(ctx, in.BundleDir, ptr.To(true))
+				r.CreateOperands(ctx)
 				for _, next := range in.UpgradeBundleDirs {
 					By("upgrading " + r.csv.Name + " to " + next)
 					csv, err := olm.Upgrade(ctx, olm.UpgradeInput{Client: r.c, From: r.csv, BundleDir: next, Timeout: in.Timeout})
 					Expect(err).NotTo(HaveOccurred())
 					r.csv = csv
-					Eventually(r.liveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
+					Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
 						matchers.HaveCleanupEnabled(true), matchers.HaveFinalizer(CleanupFinalizer)))
-					r.expectKept(ctx, r.ops.items)
+					r.ExpectKept(ctx, r.ops.items)
 				}
-				removed, kept := r.ops.where(r.watchedNamespaces(), r.global())
-				r.uninstall(ctx)
-				r.expectRemoved(ctx, removed)
-				r.expectUninstalled(ctx)
-				r.expectKept(ctx, kept)
+				removed, kept := r.ops.where(r.WatchedNamespaces(), r.Global())
+				r.Uninstall(ctx)
+				r.ExpectRemoved(ctx, removed)
+				r.ExpectUninstalled(ctx)
+				r.ExpectKept(ctx, kept)
 			})
 		}
 	})
 }
 
-func (r *run) liveCSV(ctx context.Context) func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
+func (r *Installation) LiveCSV(ctx context.Context) func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
 	return func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
 		return olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 	}
@@ -168,7 +157,7 @@ func (r *run) liveCSV(ctx context.Context) func() (*operatorsv1alpha1.ClusterSer
 
 // expectPending waits until the CSV is in the Cleanup phase listing exactly these operands, with the
 // count in its condition message; with none left, until the CSV is gone.
-func (r *run) expectPending(ctx context.Context, objs []*unstructured.Unstructured) {
+func (r *Installation) ExpectPending(ctx context.Context, objs []*unstructured.Unstructured) {
 	if len(objs) == 0 {
 		return
 	}
@@ -176,7 +165,7 @@ func (r *run) expectPending(ctx context.Context, objs []*unstructured.Unstructur
 	for _, o := range objs {
 		want = append(want, matchers.PendingEntry{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
-	Eventually(r.liveCSV(ctx)).WithContext(ctx).WithTimeout(r.in.Timeout).Should(And(
+	Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(r.in.Timeout).Should(And(
 		matchers.HavePhase(PhaseCleanup, ReasonWaitingOnCleanup),
 		matchers.HavePendingDeletion(want...),
 		matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", len(objs))),

@@ -8,7 +8,7 @@
 #      scripts/kind/build-pause.sh;
 #   3. base: images/kind-node/Dockerfile (the node's entrypoint, units, containerd/CNI config) on it;
 #   4. control-plane images tagged as `kubeadm config images list` says: FROM scratch, except kube-proxy
-#      (on the rootfs: it runs iptables);
+#      (on images/iptables: the rootfs's iptables tools and their libraries, 6 MB);
 #   5. node: binaries copied in, images imported into the node's containerd (streamed over stdin),
 #      committed as $NODE_IMAGE_REPO:$KUBE_VERSION-<hash of all inputs>.
 #
@@ -115,6 +115,19 @@ build_base() {
 }
 if image_exists "$BASE_IMAGE"; then log "base image $BASE_IMAGE cached"; else step "build base image $BASE_IMAGE" build_base; fi
 
+# iptables tools only, as kube-proxy's base (instead of the whole rootfs)
+ipt_hash=$( { echo "$ROOTFS_IMAGE"; sha256sum "$REPO_ROOT/images/iptables/Dockerfile"; } | sha | cut -c1-12)
+IPTABLES_IMAGE=$NODE_IMAGE_REPO-iptables:$ipt_hash
+build_iptables() {
+  local ctx
+  ctx=$(mktemp -d "${TMPDIR:-/tmp}/cleanup-e2e-iptables.XXXXXX")
+  cp "$REPO_ROOT/images/iptables/Dockerfile" "$ctx/"
+  DOCKER_BUILDKIT=0 docker build -q --build-arg "ROOTFS=$ROOTFS_IMAGE" -t "$IPTABLES_IMAGE" "$ctx" >/dev/null 2>"$ctx/err" \
+    || { cat "$ctx/err" >&2; rm -rf "$ctx"; return 1; }
+  rm -rf "$ctx"
+}
+if image_exists "$IPTABLES_IMAGE"; then log "iptables image $IPTABLES_IMAGE cached"; else step "build iptables image $IPTABLES_IMAGE" build_iptables; fi
+
 # --- 4. control-plane images
 cp_images() {
   local img=$KIND_DIR/build-image.sh
@@ -123,7 +136,7 @@ cp_images() {
   "$img" "registry.k8s.io/kube-scheduler:$KUBE_VERSION" "$KUBE_BIN/kube-scheduler"
   "$img" "registry.k8s.io/etcd:$ETCD_IMAGE_TAG" "$ETCD_BIN"
   "$img" "registry.k8s.io/coredns/coredns:$COREDNS_IMAGE_TAG" "$COREDNS_BIN"
-  BASE_IMAGE=$ROOTFS_IMAGE "$img" "registry.k8s.io/kube-proxy:$KUBE_VERSION" "$KUBE_BIN/kube-proxy"
+  BASE_IMAGE=$IPTABLES_IMAGE "$img" "registry.k8s.io/kube-proxy:$KUBE_VERSION" "$KUBE_BIN/kube-proxy"
 }
 step "control-plane images" cp_images >&2
 images=($ship_images)
@@ -138,11 +151,12 @@ node_hash=$( {
 NODE_IMAGE=$NODE_IMAGE_REPO:$KUBE_VERSION-$node_hash
 build_node() {
   local c=cleanup-e2e-node-build-$node_hash
-  docker rm -f "$c" >/dev/null 2>&1 || true # leftover of an interrupted build
+  docker rm -f "$c" >/dev/null 2>&1 || true # leftover of a killed build
+  # removed however this ends (error, Ctrl-C): an unfinished build never gets the node image's tag
+  # shellcheck disable=SC2064
+  trap "docker rm -f '$c' >/dev/null 2>&1 || true" EXIT
   docker run -d --name "$c" --label io.cleanup-e2e.node-build=1 --entrypoint=sleep \
     --security-opt seccomp=unconfined "$BASE_IMAGE" infinity >/dev/null
-  # shellcheck disable=SC2064
-  trap "docker rm -f '$c' >/dev/null 2>&1 || true" RETURN
   local b
   for b in kubelet kubeadm kubectl; do docker cp "$KUBE_BIN/$b" "$c:/usr/bin/$b"; done
   docker cp "$CRICTL_BIN" "$c:/usr/local/bin/crictl"
@@ -172,5 +186,10 @@ else
   step "build node image $NODE_IMAGE" build_node
 fi
 echo "$NODE_IMAGE" > "$out_file.tmp" && mv -f "$out_file.tmp" "$out_file"
+# Older builds (other input hashes) go, unless a container still uses them.
+for old in $(docker images --format '{{.Repository}}:{{.Tag}}' | grep -E "^$NODE_IMAGE_REPO(-base|-rootfs|-iptables)?:" \
+    | grep -vxF -e "$NODE_IMAGE" -e "$BASE_IMAGE" -e "$ROOTFS_IMAGE" -e "$IPTABLES_IMAGE"); do
+  docker rmi "$old" >/dev/null 2>&1 && log "removed outdated image $old" || true
+done
 log "node image: $NODE_IMAGE ($(docker image inspect --format '{{.Size}}' "$NODE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 echo "$NODE_IMAGE"

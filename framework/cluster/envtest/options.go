@@ -48,7 +48,9 @@ func WithCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) Option {
 }
 
 // WithCRDPaths installs the CRDs found in these files or directories when the control plane starts.
-func WithCRDPaths(paths ...string) Option { return func(o *options) { o.crdPaths = append(o.crdPaths, paths...) } }
+func WithCRDPaths(paths ...string) Option {
+	return func(o *options) { o.crdPaths = append(o.crdPaths, paths...) }
+}
 
 // WithOLMReadyTimeout bounds the wait for OLM to reconcile (default 2m: its first start lists every API).
 func WithOLMReadyTimeout(d time.Duration) Option { return func(o *options) { o.olmTimeout = d } }

@@ -259,4 +259,3 @@ func (p *Provider) Stop(ctx context.Context) error {
 func (p *Provider) CollectArtifacts(_ context.Context, dir string) error {
 	return copyTree(filepath.Join(p.workDir, "logs"), dir)
 }
-

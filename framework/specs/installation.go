@@ -17,8 +17,9 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
 
-// run is one spec's install of the operator under test.
-type run struct {
+// Installation is one spec's install of an operator: its namespaces, CSV and operands. Specs of the
+// library use it, and so can an operator repo's own specs for cases the library does not cover.
+type Installation struct {
 	in  OperandCleanupSpecInput
 	c   client.Client
 	l   layout
@@ -27,25 +28,28 @@ type run struct {
 	ops *operands
 }
 
-func newRun(ctx context.Context, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *run {
-	r := &run{in: in, c: in.Cluster().Client}
+func NewInstallation(ctx context.Context, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *Installation {
+	Expect(in.defaults()).To(Succeed())
+	r := &Installation{in: in, c: in.Cluster().Client}
 	r.l, r.all = newLayout(ctx, r.c, in.Name, mode)
 	return r
 }
 
 // install installs the bundle (cleanup nil keeps the bundle's spec.cleanup) and checks the finalizer
 // follows the opt-in.
-func (r *run) install(ctx context.Context, bundleDir string, cleanup *bool) {
+func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *bool) {
 	By("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
 		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.in.Timeout})
 	Expect(err).NotTo(HaveOccurred())
 	r.csv = csv
 	DeferCleanup(r.forceUninstall)
-	r.expectCleanupFinalizer(ctx, cleanup != nil && *cleanup)
+	// Registered after forceUninstall, so it runs before it: artifacts show the state that failed.
+	DeferCleanup(func(ctx context.Context) { CollectOnFailure(ctx, r.in.Cluster, r.all...) })
+	r.ExpectCleanupFinalizer(ctx, cleanup != nil && *cleanup)
 }
 
-func (r *run) targetsForInstall() []string {
+func (r *Installation) targetsForInstall() []string {
 	if r.l.mode == operatorsv1alpha1.InstallModeTypeOwnNamespace || r.l.mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
 		return nil
 	}
@@ -53,7 +57,7 @@ func (r *run) targetsForInstall() []string {
 }
 
 // expectCleanupFinalizer: with the opt-in the finalizer appears; without it, it never does.
-func (r *run) expectCleanupFinalizer(ctx context.Context, want bool) {
+func (r *Installation) ExpectCleanupFinalizer(ctx context.Context, want bool) {
 	get := func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
 		return olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 	}
@@ -62,10 +66,10 @@ func (r *run) expectCleanupFinalizer(ctx context.Context, want bool) {
 		return
 	}
 	Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
-	Consistently(get).WithContext(ctx).WithTimeout(3*time.Second).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
+	Consistently(get).WithContext(ctx).WithTimeout(3 * time.Second).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
 }
 
-func (r *run) setCleanup(ctx context.Context, enabled bool) {
+func (r *Installation) SetCleanup(ctx context.Context, enabled bool) {
 	By("setting spec.cleanup.enabled to " + map[bool]string{true: "true", false: "false"}[enabled])
 	Eventually(func() error {
 		csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
@@ -79,37 +83,39 @@ func (r *run) setCleanup(ctx context.Context, enabled bool) {
 
 // createOperands creates the samples in every namespace of the layout and waits until the operator
 // has taken charge of those it watches.
-func (r *run) createOperands(ctx context.Context) {
+func (r *Installation) CreateOperands(ctx context.Context) {
 	By("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
 	r.ops = createSamples(ctx, r.c, r.in.Samples, r.l.sampleNamespaces(r.all)...)
 	if r.in.Reconciled == nil {
 		return
 	}
-	watched, _ := r.ops.where(r.watchedNamespaces(), r.global())
+	watched, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
 	for _, o := range watched {
 		Eventually(func() error { return r.in.Reconciled(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
 			Should(Succeed(), "operator should reconcile %s %s", o.GetKind(), describeKey(o))
 	}
 }
 
-func (r *run) global() bool { return r.l.mode == operatorsv1alpha1.InstallModeTypeAllNamespaces }
+func (r *Installation) Global() bool {
+	return r.l.mode == operatorsv1alpha1.InstallModeTypeAllNamespaces
+}
 
 // watchedNamespaces are the namespaces whose operands cleanup removes.
-func (r *run) watchedNamespaces() []string {
-	if r.global() {
+func (r *Installation) WatchedNamespaces() []string {
+	if r.Global() {
 		return r.all
 	}
 	return r.l.targets
 }
 
 // uninstall deletes the CSV without waiting.
-func (r *run) uninstall(ctx context.Context) {
+func (r *Installation) Uninstall(ctx context.Context) {
 	By("uninstalling: deleting CSV " + r.csv.Name)
 	Expect(olm.Uninstall(ctx, olm.UninstallInput{Client: r.c, CSV: r.csv})).To(Succeed())
 }
 
 // expectUninstalled waits for the CSV and the operator's Deployments to be gone.
-func (r *run) expectUninstalled(ctx context.Context) {
+func (r *Installation) ExpectUninstalled(ctx context.Context) {
 	Eventually(func() error {
 		_, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 		return err
@@ -122,14 +128,14 @@ func (r *run) expectUninstalled(ctx context.Context) {
 }
 
 // expectKept checks the operands still exist, and stay for a moment (cleanup does not come late).
-func (r *run) expectKept(ctx context.Context, objs []*unstructured.Unstructured) {
+func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unstructured) {
 	want := len(objs)
 	Consistently(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
 		WithTimeout(2*time.Second).Should(HaveLen(want), "operands that must be kept: %s", names(objs))
 }
 
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.
-func (r *run) expectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
+func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
 	Eventually(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
 		WithTimeout(r.in.Timeout).Should(BeEmpty(), "operands that cleanup must remove")
 	if r.in.Finalized == nil {
@@ -143,7 +149,7 @@ func (r *run) expectRemoved(ctx context.Context, objs []*unstructured.Unstructur
 
 // forceUninstall runs at the end of a spec: aborts a cleanup still going, releases held operands and
 // removes the CSV, so namespaces can be deleted.
-func (r *run) forceUninstall(ctx context.Context) {
+func (r *Installation) forceUninstall(ctx context.Context) {
 	if r.ops != nil {
 		for _, o := range r.ops.items {
 			release(ctx, r.c, o)
@@ -170,3 +176,37 @@ func joinNames(ns []string) string {
 	}
 	return out
 }
+
+// Operands returns the operands created so far, split into those in the namespaces (cluster-scoped
+// ones count as inside when clusterScopedInside) and the rest.
+func (r *Installation) Operands(namespaces []string, clusterScopedInside bool) (inside, outside []*unstructured.Unstructured) {
+	if r.ops == nil {
+		return nil, nil
+	}
+	return r.ops.where(namespaces, clusterScopedInside)
+}
+
+// Track adds objects the spec created itself to the operands the installation checks and releases.
+func (r *Installation) Track(objs ...*unstructured.Unstructured) {
+	if r.ops == nil {
+		r.ops = &operands{c: r.c}
+	}
+	r.ops.items = append(r.ops.items, objs...)
+}
+
+// Hold keeps the operand pending deletion (a finalizer of the spec's own) until Release.
+func (r *Installation) Hold(ctx context.Context, obj *unstructured.Unstructured) { hold(ctx, r.c, obj) }
+
+// Release lets a held operand go.
+func (r *Installation) Release(ctx context.Context, obj *unstructured.Unstructured) {
+	release(ctx, r.c, obj)
+}
+
+// CSV is the installed CSV as last read by the installation.
+func (r *Installation) CSV() *operatorsv1alpha1.ClusterServiceVersion { return r.csv }
+
+// OperatorNamespace is where the operator is installed.
+func (r *Installation) OperatorNamespace() string { return r.l.operator }
+
+// Namespaces are every namespace the installation created (operator, targets, untouched).
+func (r *Installation) Namespaces() []string { return r.all }
