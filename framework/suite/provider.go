@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
@@ -25,6 +27,9 @@ type ProviderInput struct {
 
 // NewProvider starts the provider named by $PROVIDER.
 func NewProvider(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
+	// Libraries log through controller-runtime's global logger; route it to GinkgoWriter instead of
+	// letting it complain (with a stack trace) that it was never set.
+	ctrllog.SetLogger(Logger().WithName("controller-runtime"))
 	kind := os.Getenv(EnvProvider)
 	if kind == "" {
 		kind = "envtest"
