@@ -20,6 +20,9 @@ type options struct {
 	crds       []*apiextensionsv1.CustomResourceDefinition
 	crdPaths   []string
 	olmTimeout time.Duration
+	// ports picks the kube-apiserver port for a start attempt (0: let envtest choose a free one). Tests
+	// use it to hand out a taken port.
+	ports func(attempt int) int
 }
 
 // Option configures the envtest provider.

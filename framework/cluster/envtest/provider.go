@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -155,6 +156,12 @@ func (p *Provider) tryControlPlane(assets string, crds []*apiextensionsv1.Custom
 	}
 	env.ControlPlane.Etcd = &crenvtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.APIServer = &crenvtest.APIServer{CertDir: filepath.Join(dir, "apiserver"), Out: apiLog, Err: apiLog}
+	if p.opts.ports != nil {
+		if port := p.opts.ports(attempt); port != 0 {
+			env.ControlPlane.APIServer.SecureServing.Address = "127.0.0.1"
+			env.ControlPlane.APIServer.SecureServing.Port = strconv.Itoa(port)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
