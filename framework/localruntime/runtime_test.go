@@ -1,0 +1,188 @@
+package localruntime_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+)
+
+// probe is an operator that records what it was started with and whether its identity may list
+// secrets (the test's ServiceAccount may not).
+type probe struct {
+	starts    atomic.Int32
+	running   atomic.Int32
+	lastArgs  atomic.Value
+	lastEnv   atomic.Value
+	secretErr atomic.Value
+}
+
+func (p *probe) main(ctx context.Context, cfg *rest.Config, args []string, getenv func(string) string) error {
+	p.starts.Add(1)
+	p.running.Add(1)
+	defer p.running.Add(-1)
+	p.lastArgs.Store(strings.Join(args, " "))
+	p.lastEnv.Store(getenv("TARGETS") + "|" + getenv("NS") + "|" + getenv("FROM_CM"))
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+	p.secretErr.Store(errString(err))
+	<-ctx.Done()
+	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := &probe{}
+	reg := localruntime.NewRegistry(map[string]localruntime.Entrypoint{"test.local/probe:v1": p.main, "test.local/probe:v2": p.main})
+	prov, err := envtest.New(ctx, envtest.WithName("runtime"), envtest.WithoutOLM(), envtest.WithRegistry(reg), envtest.WithWorkRoot(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prov.Stop(context.Background())
+	c, err := kube.NewClient(prov.RESTConfig(), kube.MustScheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "rt"
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}))
+	must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "from-configmap"}}))
+	dep := deployment(ns, "test.local/probe:v1")
+	must(t, c.Create(ctx, dep))
+	key := client.ObjectKeyFromObject(dep)
+
+	waitFor(t, "the operator to run and the deployment to be available", func() bool {
+		return p.running.Load() == 1 && available(ctx, c, key) == "True"
+	})
+	if got := p.lastArgs.Load(); got != "sub --flag=ns-rt --metrics-bind-address=0 --health-probe-bind-address=0" {
+		t.Errorf("args = %q", got)
+	}
+	if got := p.lastEnv.Load(); got != "a,b|rt|from-configmap" {
+		t.Errorf("env (targets|namespace|configmap) = %q", got)
+	}
+	waitFor(t, "the operator's secrets call", func() bool { return p.secretErr.Load() != nil })
+	if got := p.secretErr.Load().(string); !strings.Contains(got, "forbidden") || !strings.Contains(got, "system:serviceaccount:rt:probe") {
+		t.Errorf("the operator must act as its ServiceAccount, which may not list secrets; got %q", got)
+	}
+
+	// Rolling to another image restarts the operator.
+	patchImage(ctx, t, c, key, "test.local/probe:v2")
+	waitFor(t, "a restart on the new image", func() bool { return p.starts.Load() == 2 && p.running.Load() == 1 })
+
+	// Scaling to zero stops it.
+	must(t, c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dep.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))))
+	waitFor(t, "the operator to stop on scale to zero", func() bool { return p.running.Load() == 0 })
+
+	// An unregistered image stays unavailable and says why.
+	patchImage(ctx, t, c, key, "test.local/unknown:v1")
+	must(t, c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dep.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))))
+	waitFor(t, "an ImageNotRegistered condition", func() bool { return strings.HasPrefix(available(ctx, c, key), "False/ImageNotRegistered") })
+	if p.running.Load() != 0 {
+		t.Error("nothing may run for an unregistered image")
+	}
+
+	// Deleting the deployment stops the operator.
+	patchImage(ctx, t, c, key, "test.local/probe:v1")
+	waitFor(t, "the operator to run again", func() bool { return p.running.Load() == 1 })
+	must(t, c.Delete(ctx, dep))
+	waitFor(t, "the operator to stop on delete", func() bool { return p.running.Load() == 0 })
+	if len(prov.Runtime().Running()) != 0 {
+		t.Errorf("runtime still reports %v running", prov.Runtime().Running())
+	}
+}
+
+func deployment(ns, image string) *appsv1.Deployment {
+	labels := map[string]string{"app": "probe"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"olm.targetNamespaces": "a,b"}},
+				Spec: corev1.PodSpec{ServiceAccountName: "probe", Containers: []corev1.Container{{
+					Name: "op", Image: image, Command: []string{"/bin/probe", "sub"}, Args: []string{"--flag=ns-$(NS)"},
+					Env: []corev1.EnvVar{
+						{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+						{Name: "TARGETS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['olm.targetNamespaces']"}}},
+						{Name: "FROM_CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+							LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "k"}}},
+					},
+				}}},
+			},
+		},
+	}
+}
+
+func patchImage(ctx context.Context, t *testing.T, c client.Client, key types.NamespacedName, image string) {
+	t.Helper()
+	dep := &appsv1.Deployment{}
+	must(t, c.Get(ctx, key, dep))
+	dep.Spec.Template.Spec.Containers[0].Image = image
+	must(t, c.Update(ctx, dep))
+}
+
+// available renders the Available condition as "Status/Reason".
+func available(ctx context.Context, c client.Client, key types.NamespacedName) string {
+	dep := &appsv1.Deployment{}
+	if err := c.Get(ctx, key, dep); err != nil {
+		return err.Error()
+	}
+	if dep.Status.ObservedGeneration < dep.Generation {
+		return "stale"
+	}
+	for _, cond := range dep.Status.Conditions {
+		if cond.Type == appsv1.DeploymentAvailable {
+			if cond.Status == corev1.ConditionTrue {
+				return "True"
+			}
+			return string(cond.Status) + "/" + cond.Reason
+		}
+	}
+	return "none"
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
