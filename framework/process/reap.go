@@ -1,6 +1,7 @@
 package process
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // A work directory is owned by the process whose pid is in its OwnerFile. Children started by the
@@ -100,11 +103,8 @@ func KillReferencing(s string) error {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(pids) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		pids = alive(pids)
-	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { pids = alive(pids); return len(pids) == 0, nil })
 	if len(pids) > 0 {
 		return fmt.Errorf("processes %v referencing %s survived SIGKILL", pids, s)
 	}
