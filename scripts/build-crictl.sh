@@ -14,7 +14,7 @@ export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}sigs.k8s.io/cri-tools
 CRICTL_KUBE_VERSION=v0.34.4
 CRICTL_KUBE_MODULES="api apimachinery client-go cri-api cri-client kubectl kubelet cli-runtime component-base"
 
-if [ -x "$out/crictl" ] && "$out/crictl" --version 2>/dev/null | grep -q "${CRICTL_VERSION#v}"; then
+if [ -x "$out/crictl" ] && grep -q "${CRICTL_VERSION#v}" <<<"$("$out/crictl" --version 2>/dev/null || true)"; then
   log "crictl $CRICTL_VERSION cached at $out/crictl"; exit 0
 fi
 if ! stamp_ok "$src/.stamp" "$CRICTL_VERSION/$CRICTL_KUBE_VERSION"; then

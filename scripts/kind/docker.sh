@@ -96,8 +96,8 @@ start_dockerd() {
   log "dockerd log: $DOCKERD_LOG"
   # setsid: the daemon outlives this script and is shared by every later run.
   setsid nohup dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &
-  local i
-  for i in $(seq 1 60); do
+  local _
+  for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && return 0
     sleep 1
   done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # Shared by the kind-tier scripts: the toolchain helpers (../lib.sh) plus the kind node image's pins.
 # Sourced, never executed.
 # shellcheck source=../lib.sh

@@ -139,7 +139,7 @@ cp_images() {
   BASE_IMAGE=$IPTABLES_IMAGE "$img" "registry.k8s.io/kube-proxy:$KUBE_VERSION" "$KUBE_BIN/kube-proxy"
 }
 step "control-plane images" cp_images >&2
-images=($ship_images)
+mapfile -t images <<<"$ship_images"
 
 # --- 5. node image
 node_hash=$( {

@@ -105,7 +105,7 @@ func runPod(ctx context.Context, t *testing.T, p *Provider) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: "default"},
 		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "smoke", Image: img, ImagePullPolicy: corev1.PullNever}},
+			Containers:                    []corev1.Container{{Name: "smoke", Image: img, ImagePullPolicy: corev1.PullNever}},
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 		},
 	}

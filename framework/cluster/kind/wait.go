@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// waitUsable waits until the API server answers, every node is Ready, CoreDNS is fully available and
-// the default ServiceAccount exists (pods cannot be created before). On timeout it says what was missing.
+// waitUsable waits until the API server answers, every node is Ready, CoreDNS and kube-proxy are fully
+// available and the default ServiceAccount exists (pods cannot be created before). On timeout it says what was missing.
 func (p *Provider) waitUsable(ctx context.Context, timeout time.Duration) error {
 	cs, err := kubernetes.NewForConfig(p.cfg)
 	if err != nil {
@@ -58,6 +58,11 @@ func usable(ctx context.Context, cs kubernetes.Interface) string {
 	}
 	if dns.Status.AvailableReplicas < want {
 		return fmt.Sprintf("CoreDNS %d/%d available", dns.Status.AvailableReplicas, want)
+	}
+	// kind clusters always run kube-proxy (Services need it); a missing DaemonSet is not waited for.
+	if proxy, err := cs.AppsV1().DaemonSets("kube-system").Get(rctx, "kube-proxy", metav1.GetOptions{}); err == nil &&
+		(proxy.Status.DesiredNumberScheduled == 0 || proxy.Status.NumberAvailable < proxy.Status.DesiredNumberScheduled) {
+		return fmt.Sprintf("kube-proxy %d/%d available", proxy.Status.NumberAvailable, proxy.Status.DesiredNumberScheduled)
 	}
 	if _, err := cs.CoreV1().ServiceAccounts("default").Get(rctx, "default", metav1.GetOptions{}); err != nil {
 		return fmt.Sprintf("default ServiceAccount: %v", err)
