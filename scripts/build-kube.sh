@@ -44,9 +44,20 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
 
+# version_of BINARY: what the binary says its version is (kubectl and kubeadm have no --version flag).
+version_of() {
+  case $(basename "$1") in
+    kubectl) "$1" version --client 2>/dev/null ;;
+    kubeadm) "$1" version -o short 2>/dev/null ;;
+    *) "$1" --version 2>/dev/null ;;
+  esac
+}
+
 for b in $want; do
   case " $ALL " in *" $b "*) ;; *) die "unknown binary $b (known: $ALL)";; esac
-  if [ -x "$out/$b" ] && "$out/$b" --version 2>/dev/null | grep -q "$KUBE_VERSION"; then
+  # Capture before matching: grep -q exiting early would fail the pipe under pipefail.
+  have=$( [ -x "$out/$b" ] && version_of "$out/$b" || true)
+  if [[ $have == *"$KUBE_VERSION"* ]]; then
     log "$b $KUBE_VERSION cached at $out/$b"
     continue
   fi
