@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 )
 
 // Cluster is what a spec needs of the cluster it runs on, resolved when the spec runs (the suite
@@ -46,6 +47,19 @@ type OperandCleanupSpecInput struct {
 	PendingListCap int
 	// Timeout bounds each wait (default 2m).
 	Timeout time.Duration
+
+	// LeftoverNamespaces are namespaces outside the installation's own that the operator writes into
+	// (e.g. widget-operator's shared records namespace): the leftovers check lists them too. Objects
+	// there count only when something links them to the installation (see framework/leftovers).
+	LeftoverNamespaces []string
+	// ExpectedLeftovers are objects the operator is known to leave behind after a cleanup-enabled
+	// uninstall: they are reported, and do not fail the check.
+	ExpectedLeftovers []leftovers.Matcher
+	// SkipLeftoversCheck turns off the leftovers check of the cleanup-enabled cases.
+	SkipLeftoversCheck bool
+	// LeftoversTimeout is how long the check waits for leftovers to go (garbage collection, finalizers
+	// still running) before it fails (default 30s).
+	LeftoversTimeout time.Duration
 }
 
 func (in *OperandCleanupSpecInput) defaults() error {
@@ -60,6 +74,9 @@ func (in *OperandCleanupSpecInput) defaults() error {
 	}
 	if in.Timeout == 0 {
 		in.Timeout = 2 * time.Minute
+	}
+	if in.LeftoversTimeout == 0 {
+		in.LeftoversTimeout = 30 * time.Second
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
@@ -26,6 +27,10 @@ type Installation struct {
 	all []string
 	csv *operatorsv1alpha1.ClusterServiceVersion
 	ops *operands
+	// leftovers check state (leftovers.go)
+	snapper *leftovers.Snapshotter
+	before  *leftovers.Snapshot
+	csvUIDs []types.UID
 }
 
 func NewInstallation(ctx context.Context, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *Installation {
@@ -43,6 +48,7 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.in.Timeout})
 	Expect(err).NotTo(HaveOccurred())
 	r.csv = csv
+	r.csvUIDs = append(r.csvUIDs, csv.UID)
 	DeferCleanup(r.forceUninstall)
 	// Registered after forceUninstall, so it runs before it: artifacts show the state that failed.
 	DeferCleanup(func(ctx context.Context) { CollectOnFailure(ctx, r.in.Cluster, r.all...) })

@@ -16,8 +16,8 @@ import (
 
 // OperandCleanupSpec declares the documented operand-cleanup cases for one operator: cleanup unset,
 // disabled (also after an opt-in), enabled in each install mode (operands outside the targets
-// untouched), the pending-deletion listing (also past its cap), abort, and — with upgrade bundles —
-// upgrades that never clean up. Every spec makes its own namespaces, so they run in parallel and in
+// untouched, and nothing else left behind: see ExpectNoLeftovers), the pending-deletion listing (also
+// past its cap), abort, and — with upgrade bundles — upgrades that never clean up. Every spec makes its own namespaces, so they run in parallel and in
 // random order; global (AllNamespaces) specs are Serial because their cleanup is cluster-wide.
 func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 	if err := in.defaults(); err != nil {
@@ -46,23 +46,7 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			r.ExpectKept(ctx, r.ops.items)
 		})
 
-		for _, mode := range in.InstallModes {
-			decorators := []any{Label("cleanup-enabled", string(mode))}
-			if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
-				decorators = append(decorators, Serial)
-			}
-			It(fmt.Sprintf("removes the operands in the target namespaces and nothing else [%s]", mode), append(decorators, func(ctx context.Context) {
-				r := NewInstallation(ctx, in, mode)
-				r.Install(ctx, in.BundleDir, ptr.To(true))
-				r.CreateOperands(ctx)
-				removed, kept := r.ops.where(r.WatchedNamespaces(), r.Global())
-				Expect(removed).NotTo(BeEmpty(), "the samples must give cleanup something to remove")
-				r.Uninstall(ctx)
-				r.ExpectRemoved(ctx, removed)
-				r.ExpectUninstalled(ctx)
-				r.ExpectKept(ctx, kept)
-			})...)
-		}
+		cleanupEnabledCases(in)
 
 		It("lists the operands pending deletion and shrinks the list as they go", Label("cleanup-pending"), func(ctx context.Context) {
 			r := NewInstallation(ctx, in, first)
@@ -135,6 +119,7 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 					csv, err := olm.Upgrade(ctx, olm.UpgradeInput{Client: r.c, From: r.csv, BundleDir: next, Timeout: in.Timeout})
 					Expect(err).NotTo(HaveOccurred())
 					r.csv = csv
+					r.csvUIDs = append(r.csvUIDs, csv.UID)
 					Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
 						matchers.HaveCleanupEnabled(true), matchers.HaveFinalizer(CleanupFinalizer)))
 					r.ExpectKept(ctx, r.ops.items)
@@ -147,6 +132,49 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			})
 		}
 	})
+}
+
+// CleanupEnabledSpec declares only the cleanup-enabled cases of OperandCleanupSpec (one spec per
+// install mode, each with the leftovers check unless in.SkipLeftoversCheck): for an operator repo that
+// wants the core guarantee without the whole matrix, or a second input (e.g. an operand variant).
+func CleanupEnabledSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
+	if err := in.defaults(); err != nil {
+		panic(err)
+	}
+	return Describe(fmt.Sprintf("Cleanup-enabled uninstall of %s", in.Name), Label("operand-cleanup", in.Name), func() {
+		cleanupEnabledCases(in)
+	})
+}
+
+// cleanupEnabledCases: per install mode, cleanup removes the operands it watches, leaves the others,
+// and the operator leaves nothing else behind (framework/leftovers).
+func cleanupEnabledCases(in OperandCleanupSpecInput) {
+	for _, mode := range in.InstallModes {
+		decorators := []any{Label("cleanup-enabled", string(mode))}
+		if !in.SkipLeftoversCheck {
+			decorators = append(decorators, Label("leftovers"))
+		}
+		if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
+			decorators = append(decorators, Serial)
+		}
+		It(fmt.Sprintf("removes the operands in the target namespaces and nothing else [%s]", mode), append(decorators, func(ctx context.Context) {
+			r := NewInstallation(ctx, in, mode)
+			if !in.SkipLeftoversCheck {
+				r.SnapshotBeforeInstall(ctx)
+			}
+			r.Install(ctx, in.BundleDir, ptr.To(true))
+			r.CreateOperands(ctx)
+			removed, kept := r.ops.where(r.WatchedNamespaces(), r.Global())
+			Expect(removed).NotTo(BeEmpty(), "the samples must give cleanup something to remove")
+			r.Uninstall(ctx)
+			r.ExpectRemoved(ctx, removed)
+			r.ExpectUninstalled(ctx)
+			r.ExpectKept(ctx, kept)
+			if !in.SkipLeftoversCheck {
+				r.ExpectNoLeftovers(ctx)
+			}
+		})...)
+	}
 }
 
 func (r *Installation) LiveCSV(ctx context.Context) func() (*operatorsv1alpha1.ClusterServiceVersion, error) {

@@ -55,7 +55,7 @@ type Binary struct {
 var (
 	KubeAPIServer         = kube("kube-apiserver")
 	KubeControllerManager = kube("kube-controller-manager")
-	Kubectl               = kube("kubectl")
+	Kubectl               = func() Binary { b := kube("kubectl"); b.VersionArgs = []string{"version", "--client"}; return b }()
 	Etcd                  = Binary{Name: "etcd", Version: strings.TrimPrefix(EtcdVersion, "v"), Dir: "etcd-" + EtcdVersion,
 		Script: "scripts/build-etcd.sh", VersionArgs: []string{"--version"}}
 	OLM = Binary{Name: "olm", Version: OLMVersion, Dir: "olm-" + OLMVersion, Script: "scripts/build-olm.sh"}
