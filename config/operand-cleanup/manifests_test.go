@@ -1,7 +1,10 @@
 package operandcleanupconfig
 
 import (
+	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestObjects(t *testing.T) {
@@ -47,4 +50,42 @@ func unstructuredContainers(obj map[string]interface{}) ([]map[string]interface{
 		}
 	}
 	return out, true, nil
+}
+
+// The controller keeps an operator's cluster RBAC alive with a finalizer on OLM's own objects: it must
+// never be able to create, change or grant RBAC.
+func TestClusterRoleHasNoRBACWritePower(t *testing.T) {
+	objs, err := Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			rule, _ := r.(map[string]interface{})
+			groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+			if !slices.Contains(groups, "rbac.authorization.k8s.io") && !slices.Contains(groups, "*") {
+				continue
+			}
+			if slices.Contains(groups, "*") && !slices.Contains(verbs, "*") {
+				// The operand rule (list/watch/delete on everything): delete covers RBAC objects too, which
+				// is documented there; it cannot create, update, escalate or bind.
+				for _, v := range verbs {
+					if v != "list" && v != "watch" && v != "delete" {
+						t.Errorf("%s %s: wildcard rule with verb %q", o.GetKind(), o.GetName(), v)
+					}
+				}
+				continue
+			}
+			for _, v := range verbs {
+				if !slices.Contains([]string{"get", "list", "watch", "patch"}, v) {
+					t.Errorf("%s %s: verb %q on RBAC (only get/list/watch/patch for finalizers)", o.GetKind(), o.GetName(), v)
+				}
+			}
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
@@ -36,16 +37,25 @@ var (
 
 func clusterUnderTest() specs.Cluster { return cl }
 
-var _ = BeforeSuite(func(ctx context.Context) {
+var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry: localruntime.NewRegistry(images())}, suite.Setup{
+	Cluster: func(ctx context.Context, p cluster.Provider) {
+		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: c})).To(Succeed())
+	},
+	Process: func(ctx context.Context, p cluster.Provider) {
+		var err error
+		k8s, err = kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
+		Expect(err).NotTo(HaveOccurred())
+		cl = specs.Cluster{Provider: p, Client: k8s}
+	},
+}, NodeTimeout(5*time.Minute))
+
+// images are what the envtest provider runs in-process (on kind they are images on the node).
+func images() map[string]localruntime.Entrypoint {
 	images := map[string]localruntime.Entrypoint{operandcleanupconfig.Image: operandcleanup.Main}
 	for image, ep := range fixtures.Images() {
 		images[image] = ep
 	}
-	provider, err := suite.NewProvider(ctx, suite.ProviderInput{Name: "cleanup", Registry: localruntime.NewRegistry(images)})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func(ctx context.Context) { Expect(provider.Stop(ctx)).To(Succeed()) })
-	k8s, err = kube.NewClient(provider.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
-	Expect(err).NotTo(HaveOccurred())
-	cl = specs.Cluster{Provider: provider, Client: k8s}
-	Expect(components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: k8s})).To(Succeed())
-}, NodeTimeout(5*time.Minute))
+	return images
+}

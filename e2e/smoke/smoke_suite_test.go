@@ -1,13 +1,19 @@
-// Package smoke proves the foundation: a provider with real OLM installs a CSV whose operator runs in the
-// local runtime under its own ServiceAccount, and uninstalling it removes the Deployment and RBAC.
+// Package smoke proves the foundation: a provider with real OLM installs a CSV whose operator runs
+// under its own ServiceAccount (in the local runtime on envtest, as a pod on kind), and uninstalling
+// it removes the Deployment and RBAC.
 package smoke
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
@@ -15,6 +21,27 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 )
+
+// smokeOperatorEnv makes this test binary run the smoke operator instead of the suite: the kind tier's
+// image of smokeImage is this binary with the variable set (scripts/images.sh).
+const smokeOperatorEnv = "CLEANUP_E2E_SMOKE_OPERATOR"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(smokeOperatorEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		cfg, err := rest.InClusterConfig()
+		if err == nil {
+			err = smokeOperator(ctx, cfg, os.Args[1:], os.Getenv)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "smoke operator:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 func TestSmoke(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -26,14 +53,12 @@ var (
 	k8s      client.Client
 )
 
-var _ = BeforeSuite(func(ctx context.Context) {
+var _ = suite.SynchronizedProvider(suite.ProviderInput{
+	Name:     "smoke",
+	Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{smokeImage: smokeOperator}),
+}, suite.Setup{Process: func(ctx context.Context, p cluster.Provider) {
 	var err error
-	provider, err = suite.NewProvider(ctx, suite.ProviderInput{
-		Name:     "smoke",
-		Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{smokeImage: smokeOperator}),
-	})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func(ctx context.Context) { Expect(provider.Stop(ctx)).To(Succeed()) })
+	provider = p
 	k8s, err = kube.NewClient(provider.RESTConfig(), kube.MustScheme())
 	Expect(err).NotTo(HaveOccurred())
-}, NodeTimeout(5*60e9))
+}}, NodeTimeout(5*60e9))

@@ -74,6 +74,9 @@ func UpstreamManifests(dir string, imgs Images) ([]*unstructured.Unstructured, e
 				continue
 			}
 			rewriteImages(o.Object, imgs)
+			if err := setOPMImage(o, imgs.OPM); err != nil {
+				return nil, err
+			}
 			out = append(out, o)
 		}
 	}
@@ -144,6 +147,29 @@ func rewriteString(s string, imgs Images) string {
 		return prefix + "=" + repl
 	}
 	return repl
+}
+
+// setOPMImage adds -opmImage to the catalog operator's arguments: the quickstart does not set it, so
+// bundle unpack Jobs would run quay.io/operator-framework/opm:latest (the flag's default), which cannot
+// be pulled here.
+func setOPMImage(o *unstructured.Unstructured, opm string) error {
+	if o.GetKind() != "Deployment" || o.GetName() != "catalog-operator" {
+		return nil
+	}
+	containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) == 0 {
+		return fmt.Errorf("catalog-operator Deployment has no containers (%v)", err)
+	}
+	ctr := containers[0].(map[string]any)
+	args, _ := ctr["args"].([]any)
+	for i, a := range args {
+		if s, _ := a.(string); strings.HasPrefix(strings.TrimLeft(s, "-"), "opmImage") {
+			args = append(args[:i], args[i+1:]...)
+			break
+		}
+	}
+	ctr["args"] = append(args, "-opmImage="+opm)
+	return unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
 }
 
 // InstallUpstream applies OLM's quickstart manifests with the given images and waits until OLM

@@ -10,6 +10,7 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -24,11 +25,15 @@ func (r *Reconciler) reconcileDeleting(ctx context.Context, csv *v1alpha1.Cluste
 	key := keyOf(csv)
 	if !hasFinalizer(csv) {
 		r.forget(key)
-		return ctrl.Result{}, r.deleteRBACCopies(ctx, key)
+		return ctrl.Result{}, r.releaseRBAC(ctx, key)
 	}
 	if !csv.Spec.Cleanup.Enabled {
 		// Abort: the user opted out while the cleanup was pending. Operands already deleted stay deleted.
 		return ctrl.Result{}, r.finish(ctx, csv, "aborted", "operand cleanup aborted (spec.cleanup.enabled is false); remaining CRs are left in place")
+	}
+	// Whatever OLM has not deleted yet (it races with us right after the deletion) is held now.
+	if err := r.holdRBAC(ctx, key); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.runCleanup(ctx, csv)
 }
@@ -96,11 +101,14 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 	}
 	lists, listed := pendingLists(pending, r.opts.MaxPendingListed)
 	msg := waitingMessage(len(pending), listed, p.notes)
-	wait, serr := r.writeStatus(ctx, csv, st, msg, lists)
+	// The stall clock first (it may resume from the status a previous run wrote), then the status, which
+	// persists it.
+	next := min(r.opts.ResyncInterval, r.checkStall(ctx, csv, st, pending))
+	progress := metav1.NewTime(st.stallSince.Truncate(time.Second))
+	wait, serr := r.writeStatus(ctx, csv, st, msg, lists, &progress)
 	if serr != nil && err == nil {
 		err = serr
 	}
-	next := min(r.opts.ResyncInterval, r.checkStall(ctx, csv, st, pending, msg))
 	if wait > 0 {
 		next = min(next, wait)
 	}
@@ -189,7 +197,7 @@ func (r *Reconciler) reportBlocked(ctx context.Context, csv *v1alpha1.ClusterSer
 		st.lastBlocked = msg
 		r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, EventReasonBlocked, "Cleanup", "%s", msg)
 	}
-	wait, err := r.writeStatus(ctx, csv, st, msg, nil)
+	wait, err := r.writeStatus(ctx, csv, st, msg, nil, nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -200,10 +208,11 @@ func (r *Reconciler) reportBlocked(ctx context.Context, csv *v1alpha1.ClusterSer
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
-// finish ends a cleanup (completed or aborted): drop the RBAC copies, then the finalizer.
+// finish ends a cleanup (completed or aborted): release the operator's cluster RBAC (OLM's pending
+// deletion of it then completes), then the CSV finalizer.
 func (r *Reconciler) finish(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, result, note string) error {
 	key := keyOf(csv)
-	if err := r.deleteRBACCopies(ctx, key); err != nil {
+	if err := r.releaseRBAC(ctx, key); err != nil {
 		return err
 	}
 	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) }); err != nil {

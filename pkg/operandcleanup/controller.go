@@ -15,10 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Reconciler is the operand-cleanup controller. Build it with New and register it with SetupWithManager.
@@ -31,6 +33,8 @@ type Reconciler struct {
 
 	watches   *operandWatches
 	deleteSem chan struct{}
+	// sweep carries the held cluster RBAC objects sweepRBAC finds to the controller (mapped to their CSV).
+	sweep chan event.GenericEvent
 
 	mu    sync.Mutex
 	state map[types.NamespacedName]*csvState
@@ -61,6 +65,7 @@ func New(mgr manager.Manager, opts Options) *Reconciler {
 		recorder:  mgr.GetEventRecorder(ControllerName),
 		watches:   newOperandWatches(mgr.GetCache()),
 		deleteSem: make(chan struct{}, opts.DeleteConcurrency),
+		sweep:     make(chan event.GenericEvent),
 		state:     map[types.NamespacedName]*csvState{},
 	}
 }
@@ -78,10 +83,10 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		return fmt.Errorf("indexing %s: %w", replacesField, err)
 	}
 	for _, obj := range []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
-		if err := idx.IndexField(ctx, obj, rbacSourceField, olmOwnerKey); err != nil {
+		if err := idx.IndexField(ctx, obj, rbacOwnerField, olmOwnerKey); err != nil {
 			return err
 		}
-		if err := idx.IndexField(ctx, obj, rbacCopyField, copyForKey); err != nil {
+		if err := idx.IndexField(ctx, obj, rbacHeldField, heldKey); err != nil {
 			return err
 		}
 	}
@@ -93,13 +98,15 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&operatorsv1.OperatorGroup{}, handler.EnqueueRequestsFromMapFunc(r.mapOperatorGroup)).
 		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant())).
 		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant())).
+		WatchesRawSource(source.Channel(r.sweep, handler.EnqueueRequestsFromMapFunc(mapRBAC))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Build(r)
 	if err != nil {
 		return err
 	}
 	r.watches.setController(c)
-	return nil
+	// Leader-only, like the controller: releases RBACFinalizer left on objects whose CSV is gone.
+	return mgr.Add(manager.RunnableFunc(r.sweepRBAC))
 }
 
 func (r *Reconciler) stateFor(key types.NamespacedName) *csvState {

@@ -21,10 +21,19 @@
 //     it) or in phase Replacing / reason BeingReplaced|Replaced loses the finalizer; when a successor is
 //     known, the successor gets spec.cleanup.enabled: true first and then the old CSV gets false. This
 //     also holds when the old CSV is already being deleted.
-//   - OLM (≥0.27) deletes a CSV's cluster RBAC (olm.owner* labels) as soon as the CSV is deleted. While
-//     cleanup is enabled this controller keeps exact copies (label RBACCopyForLabel, names prefixed
-//     RBACCopyNamePrefix, bindings pointing at the copied roles) and removes them when the cleanup ends,
-//     is disabled, hands over to an upgrade, or the CSV is gone.
+//   - OLM (≥0.27) deletes a CSV's cluster RBAC (olm.owner* labels) as soon as the CSV is deleted, while
+//     the operator still needs it for its finalizers. While cleanup is enabled (and the CSV is not being
+//     replaced) this controller puts RBACFinalizer on the ClusterRoles/ClusterRoleBindings OLM made for
+//     exactly that CSV (olm.owner, olm.owner.namespace, olm.owner.kind=ClusterServiceVersion: its
+//     clusterPermissions and, for AllNamespaces operators, the ClusterRoles/Bindings OLM lifts from the
+//     namespaced permissions, which copy those labels). OLM's delete then only sets a deletionTimestamp;
+//     the RBAC authorizer keeps honouring the objects, so the operator keeps exactly its own permissions.
+//     The finalizer is removed when the cleanup completes or is aborted, when cleanup is disabled, when
+//     the CSV is being replaced (OLM must delete the old CSV's RBAC) and when the CSV is gone; a sweep at
+//     start and every ResyncInterval releases objects whose CSV vanished (e.g. while the controller was
+//     down) or whose labels no longer name a CSV. No RBAC object is ever created or changed otherwise, so
+//     the controller's ClusterRole needs only get/list/watch/patch on clusterroles/clusterrolebindings
+//     (finalizer-only patches are exempt from the escalation checks): no create, escalate or bind.
 //   - Safety: operands are deleted with a UID precondition; right before a delete pass the CSV, its
 //     successors, targets and owned/required CRDs are re-read from the API server; each object is
 //     re-checked against that plan. The finalizer is removed only after an uncached list confirms that
@@ -60,6 +69,9 @@
 //
 // Stalls: when the pending count has not decreased for Options.StallTimeout (or the CSV's
 // StallTimeoutAnnotation), a CleanupStalled Warning event names the blocking CRs and their finalizers.
+// The stall clock survives restarts: the latest status condition (this controller's Cleanup /
+// WaitingOnCleanup entry) carries the time of the last progress in its lastTransitionTime (so, unlike
+// SetPhase, it moves when the pending count decreases) and the pending count in its message.
 // Metrics: operand_cleanup_pending_resources{namespace,csv}, operand_cleanup_duration_seconds{result},
 // operand_cleanup_deletes_total{result}, operand_cleanup_stalled_total{namespace,csv}.
 //

@@ -57,17 +57,17 @@ func (r *Reconciler) mapOperatorGroup(ctx context.Context, obj client.Object) []
 	return out
 }
 
-// rbacRelevant passes only OLM's cluster RBAC for CSVs and this controller's copies.
+// rbacRelevant passes only OLM's cluster RBAC for CSVs and objects carrying RBACFinalizer.
 func rbacRelevant() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(obj client.Object) bool {
-		return len(olmOwnerKey(obj)) > 0 || len(copyForKey(obj)) > 0
+		return len(olmOwnerKey(obj)) > 0 || len(heldKey(obj)) > 0
 	})
 }
 
-// mapRBAC enqueues the CSV a ClusterRole/Binding belongs to (source or copy).
+// mapRBAC enqueues the CSV OLM made a ClusterRole/Binding for (olm.owner* labels).
 func mapRBAC(_ context.Context, obj client.Object) []reconcile.Request {
 	var out []reconcile.Request
-	for _, k := range append(olmOwnerKey(obj), copyForKey(obj)...) {
+	for _, k := range olmOwnerKey(obj) {
 		if ns, name, ok := strings.Cut(k, "/"); ok && ns != "" && name != "" {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 		}

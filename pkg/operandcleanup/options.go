@@ -16,19 +16,12 @@ const (
 	// StallTimeoutAnnotation on a CSV overrides Options.StallTimeout for that CSV (a Go duration, e.g. "30s").
 	StallTimeoutAnnotation = "operatorframework.io/cleanup-stall-timeout"
 
-	// RBACCopyForLabel marks the copies of an operator's cluster RBAC kept alive during cleanup. Its value
-	// identifies the CSV: "<namespace>.<name>" when that is a valid label value, else "sha256-<hash>".
-	RBACCopyForLabel = "operatorframework.io/cleanup-rbac-for"
-	// RBACCopyCSVAnnotation on a copy holds "<namespace>/<name>" of the CSV it was made for.
-	RBACCopyCSVAnnotation = "operatorframework.io/cleanup-rbac-csv"
-	// RBACCopySourceAnnotation on a copy holds the name of the OLM-made object it copies.
-	RBACCopySourceAnnotation = "operatorframework.io/cleanup-rbac-source"
-	// RBACCopyNamePrefix starts the name of every copy.
-	RBACCopyNamePrefix = "operand-cleanup-"
-
-	// ManagedByLabel / ManagedByValue are set on the copies (app.kubernetes.io/managed-by).
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "operand-cleanup"
+	// RBACFinalizer is put on the ClusterRoles/ClusterRoleBindings OLM made for a CSV (labels olm.owner,
+	// olm.owner.namespace, olm.owner.kind=ClusterServiceVersion) while that CSV has cleanup enabled and is
+	// not being replaced. OLM deletes them as soon as the CSV is deleted; the finalizer keeps them (with a
+	// deletionTimestamp, still honoured by the RBAC authorizer) until the cleanup is over, so the operator
+	// keeps exactly the permissions it had. Nothing is copied and nothing is granted.
+	RBACFinalizer = "operatorframework.io/cleanup-rbac"
 
 	// PhaseCleanup is the CSV phase while operands are pending deletion. The API has no constant for it
 	// (status.phase is a free string).

@@ -19,7 +19,7 @@ import (
 // conflictRetry is the requeue delay after an optimistic-concurrency conflict (the cache was behind).
 const conflictRetry = 200 * time.Millisecond
 
-// Reconcile handles one CSV: opt-in finalizer, upgrade hand-over, RBAC preservation and, once the CSV is
+// Reconcile handles one CSV: opt-in finalizer, upgrade hand-over, holding its cluster RBAC and, once the CSV is
 // being deleted, the operand cleanup itself.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.reconcile(ctx, req)
@@ -41,7 +41,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.reconcileGone(ctx, req.NamespacedName)
 	}
 	if isCopied(csv) {
-		// Not the installation: never ours to hold.
+		// Not the installation: never ours to hold (nor anything labelled for it).
+		if err := r.releaseRBAC(ctx, req.NamespacedName); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) })
 	}
 	succ, err := successors(ctx, r.cache, csv, true)
@@ -57,8 +60,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.reconcileDeleting(ctx, csv)
 }
 
-// reconcileGone runs when the CSV is not in the cache: drop the RBAC copies and the bookkeeping once the
-// API server confirms it is gone. If it still exists, either the cache is behind (its event will come) or
+// reconcileGone runs when the CSV is not in the cache: release its cluster RBAC and drop the bookkeeping
+// once the API server confirms it is gone. If it still exists, either the cache is behind (its event will come) or
 // it is an OLM copy, which the cache leaves out: a copy must never keep this finalizer.
 func (r *Reconciler) reconcileGone(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
 	live := &v1alpha1.ClusterServiceVersion{}
@@ -72,7 +75,7 @@ func (r *Reconciler) reconcileGone(ctx context.Context, key types.NamespacedName
 	if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	if err := r.deleteRBACCopies(ctx, key); err != nil {
+	if err := r.releaseRBAC(ctx, key); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.forget(key)
@@ -80,26 +83,24 @@ func (r *Reconciler) reconcileGone(ctx context.Context, key types.NamespacedName
 }
 
 // reconcileActive handles a CSV that is not being deleted: the finalizer follows spec.cleanup.enabled, and
-// while it is enabled the operator's cluster RBAC is mirrored into copies OLM will not delete.
+// while it is enabled the cluster RBAC OLM made for the CSV carries RBACFinalizer, so that OLM's deletion
+// of it on uninstall only takes effect once the cleanup is over.
 func (r *Reconciler) reconcileActive(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) error {
 	key := keyOf(csv)
 	if !csv.Spec.Cleanup.Enabled {
+		if err := r.releaseRBAC(ctx, key); err != nil {
+			return err
+		}
 		if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) }); err != nil {
 			return err
 		}
 		r.forget(key)
-		return r.deleteRBACCopies(ctx, key)
+		return nil
 	}
 	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.AddFinalizer(c, Finalizer) }); err != nil {
 		return err
 	}
-	return r.syncRBACCopies(ctx, key, func() (bool, error) {
-		live := &v1alpha1.ClusterServiceVersion{}
-		if err := r.live.Get(ctx, key, live); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		return live.UID == csv.UID && !isDeleting(live) && live.Spec.Cleanup.Enabled, nil
-	})
+	return r.holdRBAC(ctx, key)
 }
 
 // reconcileReplaced hands cleanup over to the successor(s) of an upgrade: they get spec.cleanup.enabled
@@ -122,6 +123,10 @@ func (r *Reconciler) reconcileReplaced(ctx context.Context, csv *v1alpha1.Cluste
 		}
 	}
 	changed := hasFinalizer(csv) || (len(succ) > 0 && csv.Spec.Cleanup.Enabled)
+	// OLM must be able to delete the replaced CSV's cluster RBAC: release it before anything else.
+	if err := r.releaseRBAC(ctx, key); err != nil {
+		return err
+	}
 	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) {
 		controllerutil.RemoveFinalizer(c, Finalizer)
 		if len(succ) > 0 {
@@ -139,7 +144,7 @@ func (r *Reconciler) reconcileReplaced(ctx context.Context, csv *v1alpha1.Cluste
 		log.FromContext(ctx).Info(note)
 	}
 	r.forget(key)
-	return r.deleteRBACCopies(ctx, key)
+	return nil
 }
 
 // patchCSV applies mutate to a copy of csv and sends the difference as a merge patch guarded by the

@@ -1,9 +1,14 @@
 package operandcleanup
 
 import (
+	"regexp"
+	"strings"
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var _ = Describe("controller restarts", func() {
@@ -26,6 +31,53 @@ var _ = Describe("controller restarts", func() {
 		releaseOperands(widgets[2:]...)
 		Eventually(csvGone(key)).Should(BeTrue())
 		expectAll(widgets, "absent")
+	})
+
+	It("resumes the stall clock persisted in the status instead of restarting it", func() {
+		ns := newNamespace("stall-restart")
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
+		key := keyOf(csv)
+		Eventually(csvFinalizers(key)).Should(ContainElement(Finalizer))
+		widgets := createOperands(widgetKind, ns, "w", 2, testFinalizer)
+		deleteCSV(csv)
+		message := func() string { return getCSV(key).Status.Message }
+		Eventually(message).Should(HavePrefix("waiting for operator to finish cleanup for 2 CRs"))
+		since, count, ok := persistedProgress(getCSV(key))
+		Expect(ok).To(BeTrue())
+		Expect(count).To(Equal(2))
+
+		restartController(func() {
+			// More CRs while the controller is down: the message changes, but that is no progress.
+			widgets = append(widgets, createOperands(widgetKind, ns, "more", 1, testFinalizer)...)
+			time.Sleep(4 * time.Second)
+		})
+		restarted := time.Now()
+		Eventually(message).Should(HavePrefix("waiting for operator to finish cleanup for 3 CRs"))
+		resumed, count, _ := persistedProgress(getCSV(key))
+		Expect(resumed).To(BeTemporally("==", since), "the clock resumed from the status")
+		Expect(count).To(Equal(3))
+
+		By("a stall timeout shorter than the time since the last progress fires at once and counts from it")
+		updateCSV(key, func(c *v1alpha1.ClusterServiceVersion) {
+			metav1.SetMetaDataAnnotation(&c.ObjectMeta, StallTimeoutAnnotation, "3s")
+		})
+		var stalled string
+		Eventually(func() string {
+			for _, e := range csvEvents(csv)() {
+				if strings.HasPrefix(e, EventReasonStalled) {
+					stalled = e
+				}
+			}
+			return stalled
+		}).ShouldNot(BeEmpty())
+		m := regexp.MustCompile(`made no progress for (\S+);`).FindStringSubmatch(stalled)
+		Expect(m).To(HaveLen(2), stalled)
+		d, err := time.ParseDuration(m[1])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d).To(BeNumerically(">=", restarted.Sub(since)-time.Second), "counted from the last progress before the restart: %s", stalled)
+
+		releaseOperands(widgets...)
+		Eventually(csvGone(key)).Should(BeTrue())
 	})
 
 	It("cleans up a CSV deleted while the controller was down", func() {

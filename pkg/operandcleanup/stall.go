@@ -16,9 +16,9 @@ const maxEventNote = 1000
 
 // checkStall tracks progress (the pending count decreasing) and emits a CleanupStalled Warning event on
 // the CSV when there was none for the stall timeout, then again every timeout while it lasts. It returns
-// when the next check is due. After a restart the clock restarts from the status' lastUpdateTime when the
-// status still shows the same message, else from now.
-func (r *Reconciler) checkStall(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, pending []operand, msg string) time.Duration {
+// when the next check is due. The clock is persisted in the status (withCleanupStatus): after a restart it
+// resumes from there unless the pending count went down meanwhile (progress: the clock restarts now).
+func (r *Reconciler) checkStall(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, pending []operand) time.Duration {
 	now := r.opts.Now()
 	timeout, err := r.opts.stallTimeoutFor(csv)
 	if err != nil {
@@ -28,9 +28,8 @@ func (r *Reconciler) checkStall(ctx context.Context, csv *v1alpha1.ClusterServic
 	switch {
 	case st.stallSince.IsZero():
 		st.stallCount, st.stallSince = total, now
-		if csv.Status.Phase == PhaseCleanup && csv.Status.Message == msg && csv.Status.LastUpdateTime != nil &&
-			csv.Status.LastUpdateTime.Time.Before(now) {
-			st.stallSince = csv.Status.LastUpdateTime.Time
+		if since, count, ok := persistedProgress(csv); ok && since.Before(now) && total >= count {
+			st.stallSince = since
 		}
 	case total < st.stallCount:
 		st.stallCount, st.stallSince, st.lastWarn = total, now, time.Time{}

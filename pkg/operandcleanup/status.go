@@ -31,10 +31,13 @@ func pendingLists(pending []operand, max int) ([]v1alpha1.ResourceList, int) {
 	return out, listed
 }
 
+// waitingFormat starts the status message while operands remain; persistedProgress parses it back.
+const waitingFormat = "waiting for operator to finish cleanup for %d CRs"
+
 // waitingMessage is the status message while operands remain.
 func waitingMessage(total, listed int, notes []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "waiting for operator to finish cleanup for %d CRs", total)
+	fmt.Fprintf(&b, waitingFormat, total)
 	if listed < total {
 		fmt.Fprintf(&b, "; status.cleanup.pendingDeletion lists the first %d", listed)
 	}
@@ -50,11 +53,18 @@ func waitingMessage(total, listed int, notes []string) string {
 // reason change, trimmed to ConditionsLengthLimit). When only the message changes, the latest entry,
 // which is this controller's, is updated in place instead of appending one entry per progress step, so
 // the history OLM recorded before the deletion is not pushed out.
-func withCleanupStatus(csv *v1alpha1.ClusterServiceVersion, msg string, lists []v1alpha1.ResourceList, now metav1.Time) *v1alpha1.ClusterServiceVersion {
+//
+// progress, when set, is the stall clock (the last time the pending count decreased, or the start of
+// the cleanup): it is kept in that latest entry's lastTransitionTime, so that a restarted controller
+// resumes the clock (persistedProgress) instead of restarting it. nil keeps what is there.
+func withCleanupStatus(csv *v1alpha1.ClusterServiceVersion, msg string, lists []v1alpha1.ResourceList, now metav1.Time, progress *metav1.Time) *v1alpha1.ClusterServiceVersion {
 	out := csv.DeepCopy()
 	st := &out.Status
+	n := len(st.Conditions)
+	ours := n > 0 && st.Conditions[n-1].Phase == PhaseCleanup && st.Conditions[n-1].Reason == ReasonWaitingOnCleanup
+	progressKept := progress == nil || (ours && st.Conditions[n-1].LastTransitionTime.Equal(progress))
 	if st.Phase == PhaseCleanup && st.Reason == ReasonWaitingOnCleanup && st.Message == msg &&
-		equality.Semantic.DeepEqual(st.Cleanup.PendingDeletion, lists) {
+		equality.Semantic.DeepEqual(st.Cleanup.PendingDeletion, lists) && ours && progressKept {
 		return out
 	}
 	if st.Phase != PhaseCleanup {
@@ -62,24 +72,54 @@ func withCleanupStatus(csv *v1alpha1.ClusterServiceVersion, msg string, lists []
 	}
 	st.Phase, st.Reason, st.Message, st.LastUpdateTime = PhaseCleanup, ReasonWaitingOnCleanup, msg, &now
 	st.Cleanup.PendingDeletion = lists
-	n := len(st.Conditions)
-	if n == 0 || st.Conditions[n-1].Phase != PhaseCleanup || st.Conditions[n-1].Reason != ReasonWaitingOnCleanup {
+	if !ours {
+		since := now
+		if progress != nil {
+			since = *progress
+		}
 		st.Conditions = append(st.Conditions, v1alpha1.ClusterServiceVersionCondition{
-			Phase: PhaseCleanup, Reason: ReasonWaitingOnCleanup, Message: msg, LastUpdateTime: &now, LastTransitionTime: &now,
+			Phase: PhaseCleanup, Reason: ReasonWaitingOnCleanup, Message: msg, LastUpdateTime: &now, LastTransitionTime: &since,
 		})
 		out.TrimConditionsIfLimitExceeded()
-	} else if st.Conditions[n-1].Message != msg {
-		st.Conditions[n-1].Message, st.Conditions[n-1].LastUpdateTime = msg, &now
+		return out
+	}
+	c := &st.Conditions[n-1]
+	if c.Message != msg {
+		c.Message, c.LastUpdateTime = msg, &now
+	}
+	if !progressKept {
+		since := *progress
+		c.LastTransitionTime = &since
 	}
 	return out
+}
+
+// persistedProgress reads back the stall clock a previous run left in the status: the latest condition
+// is this controller's waiting condition; its lastTransitionTime is the last progress and its message
+// carries the pending count at that time. ok is false when there is nothing to resume (e.g. the cleanup
+// was blocked, or never reported).
+func persistedProgress(csv *v1alpha1.ClusterServiceVersion) (since time.Time, count int, ok bool) {
+	st := &csv.Status
+	n := len(st.Conditions)
+	if st.Phase != PhaseCleanup || n == 0 {
+		return time.Time{}, 0, false
+	}
+	c := st.Conditions[n-1]
+	if c.Phase != PhaseCleanup || c.Reason != ReasonWaitingOnCleanup || c.LastTransitionTime == nil {
+		return time.Time{}, 0, false
+	}
+	if _, err := fmt.Sscanf(c.Message, waitingFormat, &count); err != nil {
+		return time.Time{}, 0, false
+	}
+	return c.LastTransitionTime.Time, count, true
 }
 
 // writeStatus patches the CSV status (merge patch of the changed status fields, optimistic lock on
 // resourceVersion) when it differs. Only the first write of a cleanup and phase changes are immediate;
 // later ones are spaced by StatusUpdateInterval. It returns when the next write is allowed if it skipped.
-func (r *Reconciler) writeStatus(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, msg string, lists []v1alpha1.ResourceList) (time.Duration, error) {
+func (r *Reconciler) writeStatus(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, msg string, lists []v1alpha1.ResourceList, progress *metav1.Time) (time.Duration, error) {
 	now := r.opts.Now()
-	updated := withCleanupStatus(csv, msg, lists, metav1.NewTime(now))
+	updated := withCleanupStatus(csv, msg, lists, metav1.NewTime(now), progress)
 	if equality.Semantic.DeepEqual(updated.Status, csv.Status) {
 		return 0, nil
 	}

@@ -41,6 +41,8 @@ type Provider struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	// attached: made by Connect; Stop only removes its kubeconfig copy.
+	attached bool
 }
 
 // New creates the named cluster, or reuses it when one of that name exists, runs the wanted node image
@@ -269,6 +271,10 @@ func (p *Provider) CollectArtifacts(ctx context.Context, dir string) error {
 // Stop deletes the cluster unless it is kept (WithKeepCluster, KEEP_CLUSTER=1). Idempotent.
 func (p *Provider) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
+		if p.attached {
+			p.stopErr = os.Remove(p.kubeconfig)
+			return
+		}
 		if *p.opts.keep {
 			p.opts.log.Info("keeping kind cluster (KEEP_CLUSTER=1)", "name", p.opts.name, "kubeconfig", p.kubeconfig,
 				"delete", "kind delete cluster --name "+p.opts.name)
@@ -278,4 +284,38 @@ func (p *Provider) Stop(ctx context.Context) error {
 		p.stopErr = errors.Join(err, os.RemoveAll(p.workDir))
 	})
 	return p.stopErr
+}
+
+// Connect attaches to a running cluster of that name, created by another Provider (e.g. in Ginkgo's
+// first parallel process): it writes its own copy of the kubeconfig, creates and checks nothing, and
+// its Stop never deletes the cluster. Options other than WithName, WithLogger and WithWorkRoot are ignored.
+func Connect(ctx context.Context, opts ...Option) (*Provider, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	keep := true
+	o.keep = &keep
+	p := &Provider{
+		opts:     o,
+		kind:     kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{o.log.WithName("kind")})),
+		workDir:  filepath.Join(o.workRoot, "kind-"+o.name),
+		attached: true,
+	}
+	p.kubeconfig = filepath.Join(p.workDir, fmt.Sprintf("kubeconfig-%d", os.Getpid()))
+	if err := os.MkdirAll(p.workDir, 0o755); err != nil {
+		return nil, err
+	}
+	if exists, err := p.exists(); err != nil || !exists {
+		return nil, fmt.Errorf("connect to kind cluster %s: it does not exist (%v)", o.name, err)
+	}
+	if nodes, err := p.kind.ListNodes(o.name); err == nil && len(nodes) == 1 {
+		if img, err := dockerOutput(ctx, "inspect", "--format", "{{.Config.Image}}", nodes[0].String()); err == nil {
+			p.opts.nodeImage = img
+		}
+	}
+	if err := p.loadConfig(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

@@ -26,7 +26,9 @@ func (a *Applier) getLive(ctx context.Context, r payload.Resource) (*unstructure
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(gvk)
-	err := a.retry(ctx, func(err error) bool { return transient(err) && !isNoMatch(err) }, func() error {
+	// A NotFound is the answer, also the bare 404 of a kind whose CRD just went (client-go marks it
+	// an unexpected server response, which transient() would retry until TaskRetryTimeout).
+	err := a.retry(ctx, func(err error) bool { return transient(err) && !isNoMatch(err) && !apierrors.IsNotFound(err) }, func() error {
 		return a.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, live)
 	})
 	if apierrors.IsNotFound(err) {

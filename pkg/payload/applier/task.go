@@ -38,7 +38,8 @@ func (a *Applier) runTask(ctx context.Context, run *runState, m *payload.Manifes
 	}
 	if deleteRequested {
 		// A kind that is not served any more (its CRD went first) has no objects left to delete.
-		if err := lookup(); meta.IsNoMatchError(err) {
+		err := lookup() // not scoped to the if: the retry's result must reach the check below
+		if meta.IsNoMatchError(err) {
 			a.resetMapper()
 			err = lookup()
 		}

@@ -1,0 +1,121 @@
+package existing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
+)
+
+// CollectArtifacts implements cluster.Provider with what the API can show: what the provider found and
+// created, and for the operand-cleanup controller's and OLM's namespaces their events and the logs of
+// their pods (the last 10 MiB of each container, also of the previous run when it restarted). Control-
+// plane logs are not reachable through the API.
+func (p *Provider) CollectArtifacts(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	summary := fmt.Sprintf("provider %s (existing cluster)\ncontext: %s\nserver: %s\ndetected: %+v\ncreated by this run: %s\n",
+		p.opts.name, p.detected.Context, p.detected.Server, p.detected, strings.Join(p.Created(), ", "))
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "provider.txt"), []byte(summary), 0o644))
+	cs, err := kubernetes.NewForConfig(p.cfg)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	namespaces := append([]string{operandcleanupconfig.Namespace}, p.detected.OLMNamespaces...)
+	for _, ns := range namespaces {
+		nsDir := filepath.Join(dir, ns)
+		if err := os.MkdirAll(nsDir, 0o755); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, writeEvents(ctx, cs, ns, filepath.Join(nsDir, "events.txt")))
+		errs = append(errs, writePodLogs(ctx, cs, ns, nsDir))
+	}
+	return errors.Join(errs...)
+}
+
+func writeEvents(ctx context.Context, cs kubernetes.Interface, ns, path string) error {
+	events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("events of %s: %w", ns, err)
+	}
+	at := func(e corev1.Event) time.Time {
+		for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time} {
+			if !t.IsZero() {
+				return t
+			}
+		}
+		return e.CreationTimestamp.Time
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return at(events.Items[i]).Before(at(events.Items[j])) })
+	var b strings.Builder
+	for _, e := range events.Items {
+		fmt.Fprintf(&b, "%s %s %s %s/%s: %s (x%d)\n", at(e).Format(time.RFC3339), e.Type, e.Reason,
+			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func writePodLogs(ctx context.Context, cs kubernetes.Interface, ns, dir string) error {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("pods of %s: %w", ns, err)
+	}
+	if len(pods.Items) == 0 {
+		return os.WriteFile(filepath.Join(dir, "no-pods.txt"), []byte("no pods in "+ns+" (a node-less cluster, or nothing running)\n"), 0o644)
+	}
+	var errs []error
+	for _, pod := range pods.Items {
+		for _, c := range pod.Spec.Containers {
+			for _, previous := range []bool{false, true} {
+				if previous && !restarted(pod, c.Name) {
+					continue
+				}
+				name := pod.Name + "_" + c.Name + ".log"
+				if previous {
+					name = pod.Name + "_" + c.Name + ".previous.log"
+				}
+				errs = append(errs, copyLog(ctx, cs, ns, pod.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous,
+					LimitBytes: ptr.To[int64](10 << 20)}, filepath.Join(dir, name)))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func restarted(pod corev1.Pod, container string) bool {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container {
+			return s.RestartCount > 0
+		}
+	}
+	return false
+}
+
+func copyLog(ctx context.Context, cs kubernetes.Interface, ns, pod string, opts *corev1.PodLogOptions, path string) error {
+	rc, err := cs.CoreV1().Pods(ns).GetLogs(pod, opts).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("logs of %s/%s: %w", ns, pod, err)
+	}
+	defer rc.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, rc)
+	return errors.Join(err, f.Close())
+}

@@ -1,0 +1,189 @@
+package components
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	payloadapplierconfig "github.com/cleanup-e2e/cleanup-e2e/config/payload-applier"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
+)
+
+// PayloadApplierImage is the applier's image; the envtest provider runs it (applier.Main) in-process.
+const PayloadApplierImage = payloadapplierconfig.Image
+
+// InstallPayloadApplierInput configures a payload-applier install from config/payload-applier.
+type InstallPayloadApplierInput struct {
+	Client client.Client
+	// Namespace to install into (default payload-applier, as shipped). Any other namespace also
+	// names the ClusterRole and ClusterRoleBinding payload-applier-<namespace>, so installs coexist.
+	Namespace string
+	// Payload is the initial content of the payload ConfigMap (file name -> content), written before
+	// the Deployment starts.
+	Payload map[string][]byte
+	// Args override the Deployment's flags by name (e.g. "--interval=1s", "--cluster-operator=x").
+	Args    []string
+	Timeout time.Duration
+}
+
+// PayloadApplier is an installed payload-applier Deployment.
+type PayloadApplier struct {
+	Client    client.Client
+	Namespace string
+	// ClusterRBAC is the name of its ClusterRole and ClusterRoleBinding.
+	ClusterRBAC string
+	Timeout     time.Duration
+}
+
+// InstallPayloadApplier applies the applier's manifests (namespace first, then the payload
+// ConfigMap, then RBAC and Deployment) and waits until the Deployment is available.
+func InstallPayloadApplier(ctx context.Context, in InstallPayloadApplierInput) (*PayloadApplier, error) {
+	objs, err := payloadapplierconfig.Objects()
+	if err != nil {
+		return nil, err
+	}
+	pa := &PayloadApplier{Client: in.Client, Namespace: in.Namespace, ClusterRBAC: payloadapplierconfig.Name, Timeout: in.Timeout}
+	if pa.Namespace == "" {
+		pa.Namespace = payloadapplierconfig.Namespace
+	}
+	if pa.Namespace != payloadapplierconfig.Namespace {
+		pa.ClusterRBAC = payloadapplierconfig.Name + "-" + pa.Namespace
+	}
+	if pa.Timeout == 0 {
+		pa.Timeout = 2 * time.Minute
+	}
+	for _, o := range objs {
+		if err := pa.relocate(o); err != nil {
+			return nil, err
+		}
+		if o.GetKind() == "Deployment" {
+			if err := overrideArgs(o, in.Args); err != nil {
+				return nil, err
+			}
+			if err := pa.SetPayload(ctx, in.Payload); err != nil {
+				return nil, err
+			}
+		}
+		if err := kube.Apply(ctx, in.Client, o); err != nil {
+			return nil, fmt.Errorf("install payload applier: %w", err)
+		}
+	}
+	return pa, kube.WaitDeploymentAvailable(ctx, in.Client, pa.Key(), pa.Timeout)
+}
+
+// relocate moves an object of the shipped manifests into pa's namespace and cluster RBAC names.
+func (pa *PayloadApplier) relocate(o *unstructured.Unstructured) error {
+	switch o.GetKind() {
+	case "Namespace":
+		o.SetName(pa.Namespace)
+	case "ClusterRole":
+		o.SetName(pa.ClusterRBAC)
+	case "ClusterRoleBinding":
+		o.SetName(pa.ClusterRBAC)
+		if err := unstructured.SetNestedField(o.Object, pa.ClusterRBAC, "roleRef", "name"); err != nil {
+			return err
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			s.(map[string]any)["namespace"] = pa.Namespace
+		}
+		return unstructured.SetNestedSlice(o.Object, subjects, "subjects")
+	default:
+		if o.GetNamespace() != "" {
+			o.SetNamespace(pa.Namespace)
+		}
+	}
+	return nil
+}
+
+// Key is the Deployment's namespace and name.
+func (pa *PayloadApplier) Key() types.NamespacedName {
+	return types.NamespacedName{Namespace: pa.Namespace, Name: payloadapplierconfig.Name}
+}
+
+// SetPayload replaces the content of the payload ConfigMap (the applier picks it up on its next pass).
+func (pa *PayloadApplier) SetPayload(ctx context.Context, files map[string][]byte) error {
+	data := map[string]string{}
+	for k, v := range files {
+		data[k] = string(v)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace(pa.Namespace)
+	u.SetName(payloadapplierconfig.PayloadConfigMap)
+	if err := unstructured.SetNestedStringMap(u.Object, data, "data"); err != nil {
+		return err
+	}
+	if err := kube.Apply(ctx, pa.Client, u); err != nil {
+		return fmt.Errorf("payload configmap: %w", err)
+	}
+	return nil
+}
+
+// Scale sets the Deployment's replicas and waits until it reports them: 0 means the applier stopped,
+// more means it is available again (a restart when going 0 -> 1).
+func (pa *PayloadApplier) Scale(ctx context.Context, replicas int32) error {
+	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: pa.Namespace, Name: payloadapplierconfig.Name}}
+	if err := pa.Client.Patch(ctx, dep, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	if replicas > 0 {
+		return kube.WaitDeploymentAvailable(ctx, pa.Client, pa.Key(), pa.Timeout)
+	}
+	wctx, cancel := context.WithTimeout(ctx, pa.Timeout)
+	defer cancel()
+	for {
+		err := pa.Client.Get(wctx, pa.Key(), dep)
+		if err == nil && dep.Status.ObservedGeneration >= dep.Generation && dep.Status.Replicas == 0 && dep.Status.AvailableReplicas == 0 {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("deployment %s did not scale to 0 within %s (last error %v, status %+v)", pa.Key(), pa.Timeout, err, dep.Status)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// State reads the delete progress the applier persists, as a restarted applier would load it.
+func (pa *PayloadApplier) State(ctx context.Context, clusterOperator string) (applier.State, error) {
+	store := &applier.ConfigMapStore{Client: pa.Client, Namespace: pa.Namespace, Name: clusterOperator + applier.StateConfigMapSuffix}
+	return store.Load(ctx)
+}
+
+// Uninstall deletes the Deployment, RBAC and namespace (not waiting for the namespace to go).
+func (pa *PayloadApplier) Uninstall(ctx context.Context) error {
+	var errs []error
+	for _, o := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: pa.Namespace, Name: payloadapplierconfig.Name}},
+		kindOnly("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", pa.ClusterRBAC),
+		kindOnly("rbac.authorization.k8s.io/v1", "ClusterRole", pa.ClusterRBAC),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pa.Namespace}},
+	} {
+		if err := client.IgnoreNotFound(pa.Client.Delete(ctx, o)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("uninstall payload applier: %v", errs)
+	}
+	return nil
+}
+
+func kindOnly(apiVersion, kind, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetName(name)
+	return u
+}

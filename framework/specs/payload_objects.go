@@ -1,0 +1,207 @@
+package specs
+
+import (
+	"context"
+	"sort"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
+	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
+)
+
+// Marked returns the objects of the payload's manifests annotated release.openshift.io/delete: "true".
+func Marked(p *payload.Payload) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, m := range p.Manifests {
+		if marked(m) {
+			out = append(out, m.Obj)
+		}
+	}
+	return out
+}
+
+// Applied returns the objects of the payload's manifests without the delete annotation.
+func Applied(p *payload.Payload) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, m := range p.Manifests {
+		if _, found := m.Obj.GetAnnotations()[payload.DeleteAnnotation]; !found {
+			out = append(out, m.Obj)
+		}
+	}
+	return out
+}
+
+// Dropped returns the objects of from that have no manifest (same group, kind, namespace, name) in to.
+func Dropped(from, to *payload.Payload) []*unstructured.Unstructured {
+	in := map[string]bool{}
+	for _, m := range to.Manifests {
+		in[objectKey(m.Obj)] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, m := range from.Manifests {
+		if !in[objectKey(m.Obj)] {
+			out = append(out, m.Obj)
+		}
+	}
+	return out
+}
+
+// WithoutMarked rebuilds p at version without its delete-annotated manifests: the release before a
+// removal on a cluster that never had the removed component.
+func WithoutMarked(p *payload.Payload, version string) *payloadtest.Builder {
+	files := map[string][]interface{}{}
+	for _, m := range p.Manifests {
+		if !marked(m) {
+			files[m.Filename] = append(files[m.Filename], m.Obj)
+		}
+	}
+	b := payloadtest.New(version)
+	for name, docs := range files {
+		b.File(name, docs...)
+	}
+	return b
+}
+
+func marked(m *payload.Manifest) bool {
+	del, err := payload.ValidDeleteAnnotation(m.Obj.GetAnnotations())
+	return del && err == nil
+}
+
+// ResourceOf names obj as the applier's messages do (`configmap "ns/name"`); obj must carry no
+// namespace when it is cluster-scoped, as payload manifests do.
+func ResourceOf(obj *unstructured.Unstructured) payload.Resource {
+	gvk := obj.GroupVersionKind()
+	return payload.Resource{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// ResourceNames returns the sorted ResourceOf strings of objs.
+func ResourceNames(objs []*unstructured.Unstructured) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, ResourceOf(o).String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// GetObject reads the live state of obj (by its kind, namespace and name).
+func GetObject(ctx context.Context, c client.Client, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), live)
+	if meta.IsNoMatchError(err) {
+		// The kind is not served (its CRD is gone): the object is gone too.
+		return live, apierrors.NewNotFound(live.GroupVersionKind().GroupVersion().WithResource(live.GetKind()).GroupResource(), obj.GetName())
+	}
+	return live, err
+}
+
+// ReleaseHold removes HoldFinalizer from obj (no error when it is already gone).
+func ReleaseHold(ctx context.Context, c client.Client, obj *unstructured.Unstructured) {
+	GinkgoHelper()
+	release(ctx, c, obj)
+}
+
+// GetClusterOperator returns a getter of a ClusterOperator, for Eventually and the matchers.
+func GetClusterOperator(ctx context.Context, c client.Client, name string) func() (*unstructured.Unstructured, error) {
+	return func() (*unstructured.Unstructured, error) {
+		return GetObject(ctx, c, clusterOperatorObject(name))
+	}
+}
+
+func clusterOperatorObject(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{}}}
+	u.SetGroupVersionKind(configv1.ClusterOperatorGVK)
+	u.SetName(name)
+	return u
+}
+
+// ReportClusterOperators stands in for the operators of the payload's ClusterOperators (those not
+// marked for deletion): each is created if missing and made to report the versions its manifest
+// expects, so the applier's wait for them ends at once.
+func (e *PayloadEnv) ReportClusterOperators(ctx context.Context, b *payloadtest.Builder) {
+	GinkgoHelper()
+	for _, m := range e.Load(b).Manifests {
+		if m.IsClusterOperator() && !marked(m) {
+			Expect(ReportClusterOperator(ctx, e.Cluster.Client, m.Obj)).To(Succeed(), "report versions of cluster operator %s", m.Obj.GetName())
+		}
+	}
+}
+
+// ReportClusterOperator sets status.versions of the ClusterOperator named by manifest to the versions
+// the manifest lists, creating it if needed.
+func ReportClusterOperator(ctx context.Context, c client.Client, manifest *unstructured.Unstructured) error {
+	versions, _, err := unstructured.NestedSlice(manifest.Object, "status", "versions")
+	if err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := GetObject(ctx, c, clusterOperatorObject(manifest.GetName()))
+		if apierrors.IsNotFound(err) {
+			live = clusterOperatorObject(manifest.GetName())
+			err = c.Create(ctx, live)
+		}
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedSlice(live.Object, versions, "status", "versions"); err != nil {
+			return err
+		}
+		return c.Status().Update(ctx, live)
+	})
+}
+
+// deleteObjects deletes objs in reverse order, stripping finalizers first (except a CRD's, whose
+// finalizer removes its custom resources), ignoring objects or kinds already gone.
+func deleteObjects(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) {
+	var crds []*unstructured.Unstructured
+	for i := len(objs) - 1; i >= 0; i-- {
+		if objs[i].GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, objs[i])
+			continue
+		}
+		deleteObject(ctx, c, objs[i], true)
+	}
+	for _, o := range crds {
+		deleteObject(ctx, c, o, false)
+	}
+}
+
+func deleteObject(ctx context.Context, c client.Client, obj *unstructured.Unstructured, strip bool) {
+	live, err := GetObject(ctx, c, obj)
+	if err != nil {
+		return
+	}
+	if strip && len(live.GetFinalizers()) > 0 {
+		_ = c.Patch(ctx, live, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))
+	}
+	err = c.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		GinkgoWriter.Printf("cleanup: delete %s: %v\n", ResourceOf(obj), err)
+	}
+}
+
+// Kept returns the objects removal applies that installed already had: what the update must leave
+// in place.
+func Kept(installed, removal *payload.Payload) []*unstructured.Unstructured {
+	had := map[string]bool{}
+	for _, m := range installed.Manifests {
+		had[objectKey(m.Obj)] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range Applied(removal) {
+		if had[objectKey(o)] {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package suite
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/kind"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
+)
+
+// EnvKindCluster names the kind cluster of PROVIDER=kind (default "cleanup-e2e").
+const EnvKindCluster = "KIND_CLUSTER_NAME"
+
+// LocalImagePrefixes are the registries of the images scripts/images.sh builds: pods using them get
+// imagePullPolicy IfNotPresent on kind (kind.Provider.EnsureLocalImages), since nothing can be pulled.
+var LocalImagePrefixes = []string{"fixtures.local/", "cleanup-e2e.local/"}
+
+// ImagesList is the file scripts/images.sh writes: every image the kind tier loads, one a line.
+func ImagesList() string { return filepath.Join(toolchain.CacheDir(), "images.list") }
+
+func kindClusterName() string {
+	if n := os.Getenv(EnvKindCluster); n != "" {
+		return n
+	}
+	return "cleanup-e2e"
+}
+
+// newKind creates or reuses the kind cluster, loads the images scripts/images.sh built, makes them
+// never pulled, and installs OLM from its upstream manifests (unless WithoutOLM; a shared cluster may
+// have it anyway). Processes of several suites may call it at once: a file lock serialises them, and
+// the later ones reuse the cluster (reuse and OLM install are idempotent). With parallel Ginkgo
+// processes, or KEEP_CLUSTER=1 (scripts/e2e.sh sets it and deletes the cluster at the end), Stop
+// keeps the cluster.
+func newKind(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
+	name := kindClusterName()
+	log := Logger().WithName("kind")
+	images, err := readImagesList()
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "cleanup-e2e", "kind-"+name+".lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	opts := []kind.Option{kind.WithName(name), kind.WithLogger(log)}
+	if suiteCfg, _ := ginkgo.GinkgoConfiguration(); suiteCfg.ParallelTotal > 1 {
+		opts = append(opts, kind.WithKeepCluster(true))
+	}
+	start := time.Now()
+	p, err := kind.New(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (cluster.Provider, error) {
+		return nil, fmt.Errorf("%w (cluster %s kept running for inspection: KEEP_CLUSTER=1)", err, name)
+	}
+	if err := p.LoadImages(ctx, images...); err != nil {
+		return fail(err)
+	}
+	if err := p.EnsureLocalImages(ctx, LocalImagePrefixes...); err != nil {
+		return fail(err)
+	}
+	if !in.WithoutOLM {
+		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
+		if err != nil {
+			return fail(err)
+		}
+		olmStart := time.Now()
+		if err := olm.InstallUpstream(ctx, c, olm.DefaultImages, 5*time.Minute); err != nil {
+			return fail(fmt.Errorf("install OLM on kind cluster %s: %w", name, err))
+		}
+		log.Info("OLM ready", "took", time.Since(olmStart).Round(time.Millisecond).String())
+	}
+	log.Info("kind provider ready (cluster, images, OLM)", "name", name, "took", time.Since(start).Round(time.Millisecond).String())
+	return p, nil
+}
+
+// connectKind attaches to the cluster another process made with newKind.
+func connectKind(ctx context.Context, name string) (cluster.Provider, error) {
+	return kind.Connect(ctx, kind.WithName(name), kind.WithLogger(Logger().WithName("kind")))
+}
+
+func readImagesList() ([]string, error) {
+	f, err := os.Open(ImagesList())
+	if err != nil {
+		return nil, fmt.Errorf("no image list (%w): build the images with scripts/images.sh (make e2e does)", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out, sc.Err()
+}
+
+// lockFile takes an exclusive flock on path (created if needed); the returned func releases it.
+func lockFile(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}

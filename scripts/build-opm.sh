@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds opm $OPERATOR_REGISTRY_VERSION (operator-registry cmd/opm: `opm serve` for catalog pods, `opm
+# alpha bundle extract` for OLM's bundle unpack Jobs) and grpc_health_probe (OLM's catalog pods probe
+# with it) from a wrapper module, static: CGO_ENABLED=0 with the containers_image_openpgp tag (no
+# gpgme). opm still links mattn/go-sqlite3, whose !cgo build is a stub: the deprecated sqlite commands
+# (`opm registry ...`, `opm index ...`) fail at run time; file-based catalogs and bundle unpacking,
+# which are all OLM and this repo use, do not touch it.
+#
+# Usage: scripts/build-opm.sh [opm|grpc_health_probe ...]   (default: both)
+. "$(dirname "$0")/lib.sh"
+
+GRPC_HEALTH_PROBE_VERSION=${GRPC_HEALTH_PROBE_VERSION:-v0.4.53}
+want=${*:-opm grpc_health_probe}
+out=$BIN_DIR/opm-$OPERATOR_REGISTRY_VERSION
+src=$CACHE_DIR/src/opm-$OPERATOR_REGISTRY_VERSION
+mkdir -p "$out" "$src"
+reg=github.com/operator-framework/operator-registry
+probe=github.com/grpc-ecosystem/grpc-health-probe
+inputs="$OPERATOR_REGISTRY_VERSION $GRPC_HEALTH_PROBE_VERSION"
+
+if ! stamp_ok "$src/.stamp" "$inputs"; then
+  printf 'module cleanup-e2e.local/opm-wrapper\n\ngo 1.25\n\nrequire (\n\t%s %s\n\t%s %s\n)\n' \
+    "$reg" "$OPERATOR_REGISTRY_VERSION" "$probe" "$GRPC_HEALTH_PROBE_VERSION" > "$src/go.mod"
+  echo "package wrapper" > "$src/doc.go"
+  echo "$inputs" > "$src/.stamp"
+fi
+
+for b in $want; do
+  case $b in
+    opm) pkg=$reg/cmd/opm
+      flags=(-tags containers_image_openpgp -ldflags "-s -w -X '$reg/cmd/opm/version.opmVersion=$OPERATOR_REGISTRY_VERSION'") ;;
+    grpc_health_probe) pkg=$probe flags=(-ldflags "-s -w") ;;
+    *) die "unknown binary $b (known: opm grpc_health_probe)" ;;
+  esac
+  stamp=$out/.$b.stamp
+  if [ -x "$out/$b" ] && stamp_ok "$stamp" "$inputs"; then
+    log "$b cached at $out/$b"; continue
+  fi
+  step "build $b ($pkg, static; opm cold ≈ 3 min)" go_wrapper_build "$src" "$out/$b" "$pkg" "${flags[@]}"
+  echo "$inputs" > "$stamp"
+done

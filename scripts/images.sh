@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# Builds every image the kind tier runs, offline, and lists them in $CACHE_DIR/images.list (one
+# reference a line) for the Go provider to load into the node (framework/suite, PROVIDER=kind).
+#
+# All images are FROM scratch and carry non-latest tags (nothing is ever pulled):
+#   cleanup-e2e.local/olm:$OLM_VERSION     /bin/{olm,catalog,package-server,cpb,copy-content} at the paths
+#                                          OLM's quickstart manifests and its bundle unpack Job use, plus
+#                                          /bin/cp (images/cp; the Job's util container runs
+#                                          `/bin/cp -Rv /bin/cpb /util/cpb`, upstream gets cp from busybox)
+#   cleanup-e2e.local/opm:$OPERATOR_REGISTRY_VERSION
+#                                          /bin/opm (unpack Jobs run `opm alpha bundle extract`, resolved on
+#                                          PATH), /bin/grpc_health_probe (catalog pods' exec probes), /bin/cp
+#   fixtures.local/catalog:v0.1.0          the opm image + bundles/catalog at /configs, `opm serve /configs`
+#                                          (what OLM's grpc CatalogSource pod runs: the image's entrypoint)
+#   fixtures.local/bundle/<op>:<version>   bundles/<op>/<version>/bundle.Dockerfile as is
+#   fixtures.local/<op>:<version>          cmd/fixture-operator at /fixture-operator (the CSVs' command),
+#                                          one image for all, tagged once per operator and version
+#   cleanup-e2e.local/operand-cleanup:v0.1.0, cleanup-e2e.local/payload-applier:v0.1.0
+#   cleanup-e2e.local/smoke-operator:v0.0.1  e2e/smoke's test binary, which runs the smoke operator
+#                                          when CLEANUP_E2E_SMOKE_OPERATOR=1 (set in the image)
+# Non-root images use numeric users (no user database in scratch): 65532, OLM's images 1001 like upstream.
+#
+# Cached: Go builds are incremental, and an image is rebuilt only when the hash of its build context
+# (recorded in its io.cleanup-e2e.input label) changes. Each step prints its duration.
+#
+# Usage: scripts/images.sh            (needs Docker: scripts/kind/docker.sh)
+. "$(dirname "$0")/kind/lib.sh"
+cd "$REPO_ROOT"
+
+OLM_IMAGE=cleanup-e2e.local/olm:$OLM_VERSION
+OPM_IMAGE=cleanup-e2e.local/opm:$OPERATOR_REGISTRY_VERSION
+CATALOG_IMAGE=fixtures.local/catalog:v0.1.0
+OPERAND_CLEANUP_IMAGE=cleanup-e2e.local/operand-cleanup:v0.1.0
+PAYLOAD_APPLIER_IMAGE=cleanup-e2e.local/payload-applier:v0.1.0
+SMOKE_IMAGE=cleanup-e2e.local/smoke-operator:v0.0.1
+NONROOT=65532
+
+IMG_CACHE=$CACHE_DIR/images
+GOBIN_DIR=$IMG_CACHE/bin
+mkdir -p "$GOBIN_DIR"
+built=()
+start_all=$SECONDS
+
+docker info >/dev/null 2>&1 || die "no usable Docker engine: run scripts/kind/docker.sh"
+
+# context_hash DIR [EXTRA]: hash of every file (content, mode) and directory (mode) under DIR.
+context_hash() {
+  (cd "$1" && find . -printf '%p %m %y\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum
+   echo "${2:-}") | sha256sum | cut -c1-64
+}
+
+# build_image IMAGE CONTEXT [DOCKERFILE [PREPARE...]]: docker build, skipped while IMAGE carries the
+# context's hash. PREPARE (a command) runs just before the build, after hashing: what it adds to the
+# context is derived from the hashed inputs (e.g. the catalog's serve cache).
+build_image() {
+  local image=$1 ctx=$2 dockerfile=${3:-$2/Dockerfile} base input
+  shift $(( $# < 3 ? $# : 3 ))
+  base=$(awk 'toupper($1)=="FROM" {print $2; exit}' "$dockerfile")
+  input=$(context_hash "$ctx" "$(cat "$dockerfile") $( [ "$base" = scratch ] || docker image inspect --format '{{.Id}}' "$base")")
+  built+=("$image")
+  if [ "$(docker image inspect --format '{{index .Config.Labels "io.cleanup-e2e.input"}}' "$image" 2>/dev/null)" = "$input" ]; then
+    log "image $image up to date"
+    return
+  fi
+  [ $# -eq 0 ] || "$@"
+  # the legacy builder (Docker 20.10 here, no BuildKit) is chatty on stderr: show it only on failure
+  local err
+  err=$(mktemp)
+  step "build image $image ($(du -sh "$ctx" | cut -f1) context)" \
+    bash -c 'DOCKER_BUILDKIT=0 docker build -q --label "io.cleanup-e2e.input=$1" -f "$2" -t "$3" "$4" >/dev/null 2>"$5" || { cat "$5" >&2; exit 1; }' \
+    _ "$input" "$dockerfile" "$image" "$ctx" "$err"
+  rm -f "$err"
+}
+
+# tag_image SRC DST: DST names the same image as SRC.
+tag_image() {
+  built+=("$2")
+  [ "$(docker image inspect --format '{{.Id}}' "$2" 2>/dev/null)" = "$(docker image inspect --format '{{.Id}}' "$1")" ] || docker tag "$1" "$2"
+}
+
+# stage DIR: a fresh build context directory under the image cache.
+stage() {
+  rm -rf "$IMG_CACHE/ctx/$1"
+  mkdir -p "$IMG_CACHE/ctx/$1"
+  echo "$IMG_CACHE/ctx/$1"
+}
+
+# link SRC DST: put SRC into a context without copying it (same file system), else copy.
+link() { mkdir -p "$(dirname "$2")"; ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
+
+gobuild() { # OUT PKG: static build from this module (go's build cache keeps it incremental)
+  CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/$1" "$2"
+}
+
+# --- binaries -----------------------------------------------------------------------------------
+step "OLM binaries (scripts/build-olm.sh)" bash scripts/build-olm.sh olm catalog package-server cpb copy-content
+step "opm and grpc_health_probe (scripts/build-opm.sh)" bash scripts/build-opm.sh opm grpc_health_probe
+OLM_BIN=$BIN_DIR/olm-$OLM_VERSION
+OPM_BIN=$BIN_DIR/opm-$OPERATOR_REGISTRY_VERSION
+step "go build cp, fixture-operator, operand-cleanup, payload-applier" bash -c "
+  $(declare -f gobuild); GOBIN_DIR='$GOBIN_DIR'
+  set -e
+  gobuild cp ./images/cp
+  gobuild fixture-operator ./cmd/fixture-operator
+  gobuild operand-cleanup ./cmd/operand-cleanup
+  gobuild payload-applier ./cmd/payload-applier"
+step "go test -c ./e2e/smoke (the smoke operator's binary)" \
+  env CGO_ENABLED=0 go test -c -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/smoke.test" ./e2e/smoke
+
+# --- OLM and opm ----------------------------------------------------------------------------------
+ctx=$(stage olm)
+for b in olm catalog package-server cpb copy-content; do link "$OLM_BIN/$b" "$ctx/rootfs/bin/$b"; done
+link "$GOBIN_DIR/cp" "$ctx/rootfs/bin/cp"
+mkdir -m 1777 "$ctx/rootfs/tmp"
+cat > "$ctx/Dockerfile" <<'EOF'
+FROM scratch
+COPY rootfs/ /
+EXPOSE 8080 5443
+USER 1001
+ENTRYPOINT ["/bin/olm"]
+EOF
+build_image "$OLM_IMAGE" "$ctx"
+
+ctx=$(stage opm)
+link "$OPM_BIN/opm" "$ctx/rootfs/bin/opm"
+link "$OPM_BIN/grpc_health_probe" "$ctx/rootfs/bin/grpc_health_probe"
+link "$GOBIN_DIR/cp" "$ctx/rootfs/bin/cp"
+mkdir -m 1777 "$ctx/rootfs/tmp"
+cat > "$ctx/Dockerfile" <<'EOF'
+FROM scratch
+COPY rootfs/ /
+USER 1001
+ENTRYPOINT ["/bin/opm"]
+EOF
+build_image "$OPM_IMAGE" "$ctx"
+
+# The catalog: like the file-based catalog images `opm generate dockerfile` describes, whose build runs
+# `opm serve /configs --cache-dir=/tmp/cache --cache-only` as the opm image's user 1001. A FROM-scratch
+# build cannot RUN, so the cache is made here with the same opm and copied in owned by 1001 (`opm serve`
+# enforces the cache's integrity when --cache-dir is given).
+ctx=$(stage catalog)
+cp -r bundles/catalog "$ctx/configs"
+cat > "$ctx/Dockerfile" <<EOF
+FROM $OPM_IMAGE
+COPY configs /configs
+COPY --chown=1001:1001 cache /tmp/cache
+LABEL operators.operatorframework.io.index.configs.v1=/configs
+EXPOSE 50051
+ENTRYPOINT ["/bin/opm"]
+CMD ["serve", "/configs", "--cache-dir=/tmp/cache"]
+EOF
+serve_cache() { "$OPM_BIN/opm" serve "$1/configs" --cache-dir="$1/cache" --cache-only 2>"$1.log" || { cat "$1.log" >&2; return 1; }; }
+build_image "$CATALOG_IMAGE" "$ctx" "$ctx/Dockerfile" serve_cache "$ctx"
+
+# --- bundles and fixture operators ------------------------------------------------------------------
+ctx=$(stage fixture-operator)
+link "$GOBIN_DIR/fixture-operator" "$ctx/fixture-operator"
+cat > "$ctx/Dockerfile" <<EOF
+FROM scratch
+COPY fixture-operator /fixture-operator
+USER $NONROOT:$NONROOT
+ENTRYPOINT ["/fixture-operator"]
+EOF
+build_image cleanup-e2e.local/fixture-operator:v0.1.0 "$ctx"
+for dir in bundles/*/v*/; do
+  dir=${dir%/}; op=$(basename "$(dirname "$dir")"); version=$(basename "$dir")
+  [ -f "$dir/bundle.Dockerfile" ] || continue
+  build_image "fixtures.local/bundle/$op:$version" "$dir" "$dir/bundle.Dockerfile"
+  tag_image cleanup-e2e.local/fixture-operator:v0.1.0 "fixtures.local/$op:$version"
+done
+
+# --- the systems under test -----------------------------------------------------------------------
+for pair in "operand-cleanup $OPERAND_CLEANUP_IMAGE" "payload-applier $PAYLOAD_APPLIER_IMAGE"; do
+  read -r name image <<<"$pair"
+  ctx=$(stage "$name")
+  link "$GOBIN_DIR/$name" "$ctx/$name"
+  cat > "$ctx/Dockerfile" <<EOF
+FROM scratch
+COPY $name /$name
+USER $NONROOT:$NONROOT
+ENTRYPOINT ["/$name"]
+EOF
+  build_image "$image" "$ctx"
+done
+
+ctx=$(stage smoke-operator)
+link "$GOBIN_DIR/smoke.test" "$ctx/smoke.test"
+cat > "$ctx/Dockerfile" <<EOF
+FROM scratch
+COPY smoke.test /smoke.test
+ENV CLEANUP_E2E_SMOKE_OPERATOR=1
+USER $NONROOT:$NONROOT
+ENTRYPOINT ["/smoke.test"]
+EOF
+build_image "$SMOKE_IMAGE" "$ctx"
+
+# --- the list the provider loads ------------------------------------------------------------------
+printf '%s\n' "${built[@]}" | grep -v '^cleanup-e2e.local/fixture-operator:' > "$CACHE_DIR/images.list.tmp"
+mv -f "$CACHE_DIR/images.list.tmp" "$CACHE_DIR/images.list"
+log "$(wc -l < "$CACHE_DIR/images.list") images ready in $((SECONDS - start_all))s, listed in $CACHE_DIR/images.list"
