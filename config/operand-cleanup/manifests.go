@@ -4,15 +4,13 @@
 package operandcleanupconfig
 
 import (
-	"bytes"
 	"embed"
-	"fmt"
-	"io"
 	"io/fs"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/manifests"
 )
 
 // Names used by the manifests.
@@ -38,27 +36,4 @@ func Files() []string {
 }
 
 // Objects decodes every document of every manifest, in apply order.
-func Objects() ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, name := range Files() {
-		data, err := FS.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if err == io.EOF {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			out = append(out, u)
-		}
-	}
-	return out, nil
-}
+func Objects() ([]*unstructured.Unstructured, error) { return manifests.DecodeFS(FS, "*.yaml") }

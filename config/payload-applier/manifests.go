@@ -5,16 +5,11 @@
 package payloadapplier
 
 import (
-	"bytes"
 	"embed"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/manifests"
 )
 
 // Well-known names in the manifests.
@@ -32,32 +27,4 @@ const (
 var FS embed.FS
 
 // Objects decodes every manifest, in file order.
-func Objects() ([]*unstructured.Unstructured, error) {
-	names, err := fs.Glob(FS, "*.yaml")
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	var out []*unstructured.Unstructured
-	for _, n := range names {
-		data, err := FS.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", n, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			out = append(out, u)
-		}
-	}
-	return out, nil
-}
+func Objects() ([]*unstructured.Unstructured, error) { return manifests.DecodeFS(FS, "*.yaml") }

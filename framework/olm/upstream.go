@@ -1,11 +1,8 @@
 package olm
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/manifests"
 )
 
 // On a cluster with nodes (kind, or a bare cluster without OLM) OLM is installed the way a user would
@@ -88,20 +85,7 @@ func decodeFile(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for i := 0; ; i++ {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s document %d: %w", path, i, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
+	return manifests.Decode(data, path)
 }
 
 // rewriteImages replaces, anywhere in the object, upstream's olm image by imgs.OLM and the configmap
