@@ -15,8 +15,8 @@ import (
 
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
@@ -26,8 +26,7 @@ import (
 )
 
 func TestOperandCleanup(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Operand Cleanup Suite")
+	suite.RunSpecs(t, "Operand Cleanup Suite")
 }
 
 var (

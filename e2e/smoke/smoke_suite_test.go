@@ -44,8 +44,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestSmoke(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Smoke Suite")
+	suite.RunSpecs(t, "Smoke Suite")
 }
 
 var (
