@@ -6,9 +6,11 @@ import (
 	"encoding/xml"
 	"fmt"
 	"os"
+	"strings"
 )
 
 type testcase struct {
+	Name    string    `xml:"name,attr"`
 	Failure *struct{} `xml:"failure"`
 	Error   *struct{} `xml:"error"`
 	Skipped *struct{} `xml:"skipped"`
@@ -38,6 +40,8 @@ func main() {
 				switch {
 				case c.Failure != nil || c.Error != nil:
 					failed++
+				case strings.HasPrefix(c.Name, "["):
+					// Ginkgo's setup nodes ([BeforeSuite], [DeferCleanup (Suite)]) count only when they fail.
 				case c.Skipped != nil:
 					skipped++
 				default:
