@@ -40,7 +40,7 @@ func main() {
 				switch {
 				case c.Failure != nil || c.Error != nil:
 					failed++
-				case strings.HasPrefix(c.Name, "["):
+				case strings.HasPrefix(c.Name, "[") && !strings.HasPrefix(c.Name, "[It]"):
 					// Ginkgo's setup nodes ([BeforeSuite], [DeferCleanup (Suite)]) count only when they fail.
 				case c.Skipped != nil:
 					skipped++
