@@ -22,6 +22,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	fixturecrds "github.com/cleanup-e2e/cleanup-e2e/fixtures/crds"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
@@ -32,8 +33,7 @@ import (
 )
 
 func TestCVO(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "CVO Delete Annotation Suite")
+	suite.RunSpecs(t, "CVO Delete Annotation Suite")
 }
 
 var (
@@ -43,42 +43,57 @@ var (
 
 func clusterUnderTest() specs.Cluster { return cl }
 
-var _ = BeforeSuite(func(ctx context.Context) {
+var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: localruntime.NewRegistry(images()), WithoutOLM: true}, suite.Setup{
+	Cluster: func(ctx context.Context, p cluster.Provider) {
+		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
+		Expect(err).NotTo(HaveOccurred())
+		installCRDs(ctx, c)
+	},
+	Process: func(ctx context.Context, p cluster.Provider) {
+		var err error
+		k8s, err = kube.NewClient(p.RESTConfig(), kube.MustScheme(configv1.AddToScheme, fixturesv1alpha1.AddToScheme))
+		Expect(err).NotTo(HaveOccurred())
+		cl = specs.Cluster{Provider: p, Client: k8s}
+	},
+}, NodeTimeout(5*time.Minute))
+
+// images are what the envtest provider runs in-process (on kind they are images on the node): the
+// payload applier and the fixture operators (widget-operator is part of a payload).
+func images() map[string]localruntime.Entrypoint {
 	images := map[string]localruntime.Entrypoint{components.PayloadApplierImage: applier.Main}
 	for image, ep := range fixtures.Images() {
 		images[image] = ep
 	}
-	provider, err := suite.NewProvider(ctx, suite.ProviderInput{Name: "cvo", Registry: localruntime.NewRegistry(images), WithoutOLM: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func(ctx context.Context) { Expect(provider.Stop(ctx)).To(Succeed()) })
-	k8s, err = kube.NewClient(provider.RESTConfig(), kube.MustScheme(configv1.AddToScheme, fixturesv1alpha1.AddToScheme))
-	Expect(err).NotTo(HaveOccurred())
-	cl = specs.Cluster{Provider: provider, Client: k8s}
+	return images
+}
 
-	By("installing the ClusterOperator CRD and widget-operator's CRDs (shared by every spec, never removed)")
+// installCRDs installs the ClusterOperator CRD and widget-operator's CRDs, shared by every spec and
+// never removed (a provider that installed the ClusterOperator CRD itself keeps it).
+func installCRDs(ctx context.Context, c client.Client) {
+	By("installing the ClusterOperator CRD and widget-operator's CRDs")
 	co, err := crd.ClusterOperator()
 	Expect(err).NotTo(HaveOccurred())
 	crds := []*apiextensionsv1.CustomResourceDefinition{co}
 	for _, name := range []string{fixturecrds.Widgets, fixturecrds.WidgetClasses} {
-		c, err := fixturecrds.Get(name)
+		wc, err := fixturecrds.Get(name)
 		Expect(err).NotTo(HaveOccurred())
-		crds = append(crds, c)
+		crds = append(crds, wc)
 	}
-	for _, c := range crds {
-		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, c))).To(Succeed(), "create CRD %s", c.Name)
+	for _, x := range crds {
+		Expect(client.IgnoreAlreadyExists(c.Create(ctx, x))).To(Succeed(), "create CRD %s", x.Name)
 	}
-	for _, c := range crds {
-		Eventually(func() (bool, error) { return established(ctx, c.Name) }).WithContext(ctx).WithTimeout(time.Minute).
-			Should(BeTrue(), "CRD %s established", c.Name)
+	for _, x := range crds {
+		Eventually(func() (bool, error) { return established(ctx, c, x.Name) }).WithContext(ctx).WithTimeout(time.Minute).
+			Should(BeTrue(), "CRD %s established", x.Name)
 	}
-}, NodeTimeout(5*time.Minute))
+}
 
-func established(ctx context.Context, name string) (bool, error) {
-	c := &apiextensionsv1.CustomResourceDefinition{}
-	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
+func established(ctx context.Context, c client.Client, name string) (bool, error) {
+	x := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, x); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	for _, cond := range c.Status.Conditions {
+	for _, cond := range x.Status.Conditions {
 		if cond.Type == apiextensionsv1.Established {
 			return cond.Status == apiextensionsv1.ConditionTrue, nil
 		}

@@ -129,8 +129,8 @@ func (pa *PayloadApplier) SetPayload(ctx context.Context, files map[string][]byt
 	return nil
 }
 
-// Scale sets the Deployment's replicas and waits until it reports them: 0 means the applier stopped,
-// more means it is available again (a restart when going 0 -> 1).
+// Scale sets the Deployment's replicas and waits until it reports them: 0 means the applier stopped
+// (no pod left), more means it is available again (a restart when going 0 -> 1).
 func (pa *PayloadApplier) Scale(ctx context.Context, replicas int32) error {
 	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: pa.Namespace, Name: payloadapplierconfig.Name}}
@@ -144,7 +144,14 @@ func (pa *PayloadApplier) Scale(ctx context.Context, replicas int32) error {
 	defer cancel()
 	for {
 		err := pa.Client.Get(wctx, pa.Key(), dep)
-		if err == nil && dep.Status.ObservedGeneration >= dep.Generation && dep.Status.Replicas == 0 && dep.Status.AvailableReplicas == 0 {
+		pods := &corev1.PodList{}
+		if err == nil {
+			// Terminating pods are not counted in the status: wait for them to be gone too (a node-less
+			// provider has none).
+			err = pa.Client.List(wctx, pods, client.InNamespace(pa.Namespace), client.MatchingLabels(dep.Spec.Selector.MatchLabels))
+		}
+		if err == nil && dep.Status.ObservedGeneration >= dep.Generation && dep.Status.Replicas == 0 &&
+			dep.Status.AvailableReplicas == 0 && len(pods.Items) == 0 {
 			return nil
 		}
 		select {
