@@ -44,7 +44,8 @@ var _ = Describe("Operator permissions during cleanup", Label("operand-cleanup",
 
 			r.Uninstall(ctx)
 			By("seeing OLM delete the cluster RBAC it made for the CSV, as it does for any deleted CSV")
-			Eventually(func() ([]string, error) { return olmClusterRBAC(ctx, csv) }).WithContext(ctx).WithTimeout(time.Minute).Should(BeEmpty())
+			Eventually(func() ([]string, error) { return olmClusterRBAC(ctx, csv, false) }).WithContext(ctx).WithTimeout(time.Minute).Should(BeEmpty(),
+				"OLM should have requested the deletion of every ClusterRole/Binding it made for the CSV")
 
 			By("checking the operator may still delete its records while operands are pending")
 			Consistently(func() (bool, error) { return mayDeleteRecords(ctx, csv.Namespace, sa) }).WithContext(ctx).
@@ -57,14 +58,16 @@ var _ = Describe("Operator permissions during cleanup", Label("operand-cleanup",
 			r.ExpectRemoved(ctx, held)
 			r.ExpectUninstalled(ctx)
 			By("checking nothing of the operator's permissions outlives it")
+			Eventually(func() ([]string, error) { return olmClusterRBAC(ctx, csv, true) }).WithContext(ctx).WithTimeout(time.Minute).Should(BeEmpty())
 			Eventually(func() (bool, error) { return mayDeleteRecords(ctx, csv.Namespace, sa) }).WithContext(ctx).
 				WithTimeout(time.Minute).Should(BeFalse())
 		})...)
 	}
 })
 
-// olmClusterRBAC lists ClusterRoles/Bindings carrying OLM's owner labels for the CSV.
-func olmClusterRBAC(ctx context.Context, csv *operatorsv1alpha1.ClusterServiceVersion) ([]string, error) {
+// olmClusterRBAC lists ClusterRoles/Bindings carrying OLM's owner labels for the CSV; those already
+// being deleted only when includeDeleting (cleanup may keep them, deleted but effective, until done).
+func olmClusterRBAC(ctx context.Context, csv *operatorsv1alpha1.ClusterServiceVersion, includeDeleting bool) ([]string, error) {
 	sel := client.MatchingLabels{olm.LabelOwner: csv.Name, olm.LabelOwnerNamespace: csv.Namespace, olm.LabelOwnerKind: "ClusterServiceVersion"}
 	roles := &rbacv1.ClusterRoleList{}
 	if err := k8s.List(ctx, roles, sel); err != nil {
@@ -76,10 +79,14 @@ func olmClusterRBAC(ctx context.Context, csv *operatorsv1alpha1.ClusterServiceVe
 	}
 	var out []string
 	for _, r := range roles.Items {
-		out = append(out, "ClusterRole/"+r.Name)
+		if includeDeleting || r.DeletionTimestamp == nil {
+			out = append(out, "ClusterRole/"+r.Name)
+		}
 	}
 	for _, b := range bindings.Items {
-		out = append(out, "ClusterRoleBinding/"+b.Name)
+		if includeDeleting || b.DeletionTimestamp == nil {
+			out = append(out, "ClusterRoleBinding/"+b.Name)
+		}
 	}
 	return out, nil
 }
