@@ -20,8 +20,8 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 
 	// In your repo: your operator's API types and its entrypoint (cmd/manager's Main).
-	widgetv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	widgetv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 )
 
 func TestE2E(t *testing.T) {

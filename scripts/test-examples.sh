@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every example consumer module under examples/ (each has its own go.mod with
+# `replace github.com/cleanup-e2e/cleanup-e2e => ../..`) the way its users would: `go test ./...` in
+# the module, through gotestsum (JUnit into $ARTIFACTS). Prints each example's time; fails when one fails.
+# Needs the envtest toolchain (`make tools`) for PROVIDER=envtest, the default.
+. "$(dirname "$0")/lib.sh"
+cd "$REPO_ROOT"
+ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
+mkdir -p "$ARTIFACTS"
+export ARTIFACTS PROVIDER=${PROVIDER:-envtest}
+gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
+
+rc=0
+total=$SECONDS
+for gomod in examples/*/go.mod; do
+  dir=$(dirname "$gomod")
+  name=$(basename "$dir")
+  start=$SECONDS
+  log "==> example $dir: go test ./... (PROVIDER=$PROVIDER)"
+  # The example's failure artifacts go next to the others, under $ARTIFACTS/examples/<name>.
+  if (cd "$dir" && ARTIFACTS="$ARTIFACTS/examples/$name" "${gotestsum[@]}" \
+        --junitfile "$ARTIFACTS/junit-example-$name.xml" -- -count=1 -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...); then
+    log "<== example $dir passed in $((SECONDS - start))s"
+  else
+    log "<== example $dir FAILED in $((SECONDS - start))s"
+    rc=1
+  fi
+done
+log "examples done in $((SECONDS - total))s"
+exit $rc
