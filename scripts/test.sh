@@ -15,9 +15,10 @@ step "unit and integration tests" "${gotestsum[@]}" --junitfile "$ARTIFACTS/juni
   -count=1 -timeout 30m $unit_pkgs || rc=1
 step "e2e suites on PROVIDER=$PROVIDER" "${gotestsum[@]}" --junitfile "$ARTIFACTS/junit-e2e.xml" -- \
   -count=1 -timeout 60m ./e2e/... -args -ginkgo.randomize-all ${GINKGO_LABEL_FILTER:+-ginkgo.label-filter="$GINKGO_LABEL_FILTER"} || rc=1
+step "example consumer repos (examples/*)" bash "$REPO_ROOT/scripts/test-examples.sh" || rc=1
 # Ginkgo suites write one JUnit testcase per spec (framework/suite.RunSpecs); count those rather than
 # gotestsum's one-test-per-suite view of them.
 suites=$(ls "$ARTIFACTS"/junit-*-suite.xml 2>/dev/null || true)
 [ -n "$suites" ] || { log "no Ginkgo suite wrote its JUnit report"; rc=1; }
-go run ./scripts/junitsum "$ARTIFACTS/junit-unit.xml" $suites || rc=1
+go run ./scripts/junitsum "$ARTIFACTS/junit-unit.xml" $suites "$ARTIFACTS"/junit-example-*.xml || rc=1
 exit $rc
