@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -144,10 +145,15 @@ func deployment(ns, image string) *appsv1.Deployment {
 
 func patchImage(ctx context.Context, t *testing.T, c client.Client, key types.NamespacedName, image string) {
 	t.Helper()
-	dep := &appsv1.Deployment{}
-	must(t, c.Get(ctx, key, dep))
-	dep.Spec.Template.Spec.Containers[0].Image = image
-	must(t, c.Update(ctx, dep))
+	// The runtime writes the status concurrently: retry on conflicts as any client would.
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dep := &appsv1.Deployment{}
+		if err := c.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		dep.Spec.Template.Spec.Containers[0].Image = image
+		return c.Update(ctx, dep)
+	}))
 }
 
 // available renders the Available condition as "Status/Reason".
