@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/existing"
 )
 
 // Setup is what a suite does with its cluster once it is up.
@@ -22,8 +23,12 @@ type Setup struct {
 }
 
 // SharedCluster reports whether PROVIDER names a provider whose one cluster all parallel Ginkgo
-// processes share (kind), rather than one provider per process (envtest, existing).
-func SharedCluster() bool { return os.Getenv(EnvProvider) == "kind" }
+// processes share (kind, existing), rather than one provider per process (envtest). On a shared
+// cluster only process 1 installs (and later removes) what the run adds.
+func SharedCluster() bool {
+	p := os.Getenv(EnvProvider)
+	return p == "kind" || p == "existing"
+}
 
 // SynchronizedProvider registers the suite's SynchronizedBeforeSuite and SynchronizedAfterSuite (so a
 // suite using it has no BeforeSuite/AfterSuite of its own): on kind, process 1 creates or reuses the
@@ -63,7 +68,7 @@ func SynchronizedProvider(in ProviderInput, setup Setup, decorators ...any) bool
 			if err := json.Unmarshal(data, &info); err != nil {
 				ginkgo.Fail(fmt.Sprintf("decode the shared cluster from process 1: %v", err))
 			}
-			c, err := connectKind(ctx, info.Name)
+			c, err := connectShared(ctx, info, in)
 			if err != nil {
 				ginkgo.Fail(fmt.Sprintf("connect to the %s cluster %s of process 1: %v", info.Kind, info.Name, err))
 			}
@@ -90,3 +95,17 @@ func SynchronizedProvider(in ProviderInput, setup Setup, decorators ...any) bool
 }
 
 type sharedInfo struct{ Kind, Name string }
+
+// connectShared connects a Ginkgo process other than 1 to the cluster process 1 set up.
+func connectShared(ctx context.Context, info sharedInfo, in ProviderInput) (cluster.Provider, error) {
+	if info.Kind == "existing" {
+		// Installs nothing and removes nothing: it waits until process 1's installs are ready.
+		opts := []existing.Option{existing.WithName(info.Name), existing.WithLogger(Logger().WithName(info.Name)),
+			existing.WithContext(os.Getenv(EnvKubeContext)), existing.WithWaitOnly()}
+		if in.WithoutOLM {
+			opts = append(opts, existing.WithoutOLM(), existing.WithoutOperandCleanup(), existing.WithClusterOperatorCRD())
+		}
+		return existing.New(ctx, opts...)
+	}
+	return connectKind(ctx, info.Name)
+}
