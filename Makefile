@@ -1,7 +1,8 @@
 # cleanup-e2e — see README.md. Every target builds what it needs first; outputs are cached in _cache/.
 SHELL := /usr/bin/env bash
 ARTIFACTS ?= $(CURDIR)/_artifacts
-PROVIDER ?= envtest
+# empty: `make e2e` picks kind when Docker can run it, else envtest; `make test` always uses envtest
+PROVIDER ?=
 export ARTIFACTS PROVIDER
 
 .PHONY: all tools test e2e unit bench generate verify clean help
@@ -17,7 +18,7 @@ tools: ## build kube-apiserver, kube-controller-manager, etcd and olm from the G
 test: tools ## unit tests + every suite on the envtest provider (the CI job)
 	@scripts/test.sh
 
-e2e: tools ## the main job: every suite on $(PROVIDER), JUnit and artifacts under $(ARTIFACTS)
+e2e: ## the main job: every suite on $(PROVIDER) (default kind if Docker works, else envtest), JUnit + artifacts under $(ARTIFACTS)
 	@scripts/e2e.sh
 
 unit: ## unit tests only (no cluster binaries needed for most packages)

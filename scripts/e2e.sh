@@ -1,12 +1,64 @@
 #!/usr/bin/env bash
 # `make e2e`: every Ginkgo suite under e2e/ on $PROVIDER with the Ginkgo CLI (parallel, random order),
 # JUnit and per-spec failure artifacts under $ARTIFACTS.
+#
+# PROVIDER unset: kind when Docker can run it here (scripts/kind/docker.sh succeeds), else envtest, saying
+# why. PROVIDER=kind builds what is missing (Docker, node image, images: scripts/kind/, scripts/images.sh),
+# creates or reuses the cluster $KIND_CLUSTER_NAME (OLM installed, images loaded), runs the suites on it
+# (all Ginkgo processes of all suites share it), exports the node's logs to $ARTIFACTS/kind-logs, and
+# deletes the cluster at the end, also on failure or Ctrl-C, unless KEEP_CLUSTER=1.
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
-export ARTIFACTS PROVIDER=${PROVIDER:-envtest}
+start_all=$SECONDS
+
+if [ -z "${PROVIDER:-}" ]; then
+  if out=$(bash scripts/kind/docker.sh 2>&1); then
+    PROVIDER=kind docker_ready=1
+    log "PROVIDER unset and Docker can run kind here: PROVIDER=kind (PROVIDER=envtest for the node-less tier)"
+  else
+    PROVIDER=envtest
+    log "PROVIDER unset and Docker cannot run kind here, so falling back to PROVIDER=envtest. scripts/kind/docker.sh said:"
+    printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /' >&2
+  fi
+fi
+export ARTIFACTS PROVIDER
 procs=${GINKGO_PROCS:-2}
+
+case $PROVIDER in
+  envtest) bash scripts/tools.sh ;;
+  kind)
+    cluster=${KIND_CLUSTER_NAME:-cleanup-e2e}
+    keep=${KEEP_CLUSTER:-0}
+    export KIND_CLUSTER_NAME=$cluster
+    [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
+    step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh
+    step "images (scripts/images.sh)" bash scripts/images.sh
+    # The helper is built once so that the EXIT trap does not compile under Ctrl-C.
+    helper=$CACHE_DIR/bin/kind-cluster
+    step "build scripts/kind/cluster" go build -o "$helper" ./scripts/kind/cluster
+    finish() {
+      local rc=$?
+      trap - EXIT INT TERM
+      "$helper" logs "$ARTIFACTS/kind-logs" >/dev/null 2>&1 && log "node logs in $ARTIFACTS/kind-logs" || true
+      if [ "$keep" = 1 ]; then
+        log "KEEP_CLUSTER=1: kind cluster $cluster kept (kubeconfig: kind export kubeconfig --name $cluster, or ${TMPDIR:-/tmp}/cleanup-e2e-kind/kind-$cluster/kubeconfig); delete: KIND_CLUSTER_NAME=$cluster go run ./scripts/kind/cluster down"
+      else
+        step "delete kind cluster $cluster" "$helper" down || true
+      fi
+      log "make e2e (PROVIDER=kind) finished in $((SECONDS - start_all))s, rc=$rc"
+      exit "$rc"
+    }
+    trap finish EXIT
+    trap 'log "interrupted"; exit 130' INT TERM
+    step "kind cluster $cluster + images + OLM (created, or reused when healthy)" "$helper" up
+    # The suites share the cluster (framework/suite.SynchronizedProvider); only this script deletes it.
+    export KEEP_CLUSTER=1
+    ;;
+  *) ;;
+esac
+
 step "e2e suites on PROVIDER=$PROVIDER (ginkgo -p $procs)" \
   go run github.com/onsi/ginkgo/v2/ginkgo run -r --procs="$procs" --randomize-all --keep-going \
     --timeout="${E2E_TIMEOUT:-90m}" --junit-report=junit-e2e.xml --output-dir="$ARTIFACTS" \

@@ -183,11 +183,13 @@ EOF
   build_image "$image" "$ctx"
 done
 
+# /tmp: the test binary links controller-runtime's envtest, whose init creates a directory under /tmp.
 ctx=$(stage smoke-operator)
-link "$GOBIN_DIR/smoke.test" "$ctx/smoke.test"
+link "$GOBIN_DIR/smoke.test" "$ctx/rootfs/smoke.test"
+mkdir -m 1777 "$ctx/rootfs/tmp"
 cat > "$ctx/Dockerfile" <<EOF
 FROM scratch
-COPY smoke.test /smoke.test
+COPY rootfs/ /
 ENV CLEANUP_E2E_SMOKE_OPERATOR=1
 USER $NONROOT:$NONROOT
 ENTRYPOINT ["/smoke.test"]

@@ -21,8 +21,7 @@ import (
 )
 
 func TestKind(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "Kind Suite")
+	suite.RunSpecs(t, "Kind Suite")
 }
 
 // runsPods is decided while the tree is built: the specs exist only where the provider runs pods.

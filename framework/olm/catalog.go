@@ -236,48 +236,45 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 	return csv, nil
 }
 
-// ApproveInstallPlan waits for the InstallPlan of sub that installs csvName, approves it, and waits
-// until it is Complete.
+// ApproveInstallPlan approves the InstallPlan of sub that installs csvName and waits until it is
+// Complete. It follows the Subscription's current InstallPlan (status.installPlanRef): OLM may write
+// several plans for one upgrade within a second (measured here: generations 2 and 3), and only the one
+// the Subscription points at is executed, so approving the first one found can wait forever.
 func ApproveInstallPlan(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Subscription, csvName string, timeout time.Duration) (*operatorsv1alpha1.InstallPlan, error) {
 	var ip *operatorsv1alpha1.InstallPlan
 	err := poll(ctx, timeout, func() (bool, string) {
-		var err error
-		if ip, err = installPlanFor(ctx, c, sub.Namespace, csvName); err != nil {
-			return false, err.Error()
+		live := &operatorsv1alpha1.Subscription{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sub), live); err != nil {
+			return false, fmt.Sprintf("Subscription %s/%s: %v", sub.Namespace, sub.Name, err)
 		}
-		if ip == nil {
+		ref := live.Status.InstallPlanRef
+		if ref == nil {
 			return false, fmt.Sprintf("no InstallPlan for %s yet; %s", csvName, DescribeSubscription(ctx, c, sub))
 		}
-		if ip.Spec.Approved {
+		ip = &operatorsv1alpha1.InstallPlan{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, ip); err != nil {
+			return false, fmt.Sprintf("InstallPlan %s/%s of the Subscription: %v", ref.Namespace, ref.Name, err)
+		}
+		if !slices.Contains(ip.Spec.ClusterServiceVersionNames, csvName) {
+			return false, fmt.Sprintf("the Subscription's InstallPlan %s installs %v, waiting for one installing %s; %s",
+				ip.Name, ip.Spec.ClusterServiceVersionNames, csvName, DescribeSubscription(ctx, c, sub))
+		}
+		if !ip.Spec.Approved {
+			ip.Spec.Approved = true
+			if err := c.Update(ctx, ip); err != nil {
+				return false, fmt.Sprintf("approve InstallPlan %s: %v", ip.Name, err)
+			}
+			return false, "approved InstallPlan " + ip.Name
+		}
+		if ip.Status.Phase == operatorsv1alpha1.InstallPlanPhaseComplete {
 			return true, ""
 		}
-		ip.Spec.Approved = true
-		if err := c.Update(ctx, ip); err != nil {
-			return false, fmt.Sprintf("approve InstallPlan %s: %v", ip.Name, err)
-		}
-		return true, ""
+		return false, DescribeInstallPlan(ctx, c, ip)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("approve the InstallPlan of %s: %w", csvName, err)
 	}
-	return ip, WaitInstallPlanComplete(ctx, c, client.ObjectKeyFromObject(ip), timeout)
-}
-
-// installPlanFor is the newest InstallPlan in namespace listing csvName (nil when none yet).
-func installPlanFor(ctx context.Context, c client.Client, namespace, csvName string) (*operatorsv1alpha1.InstallPlan, error) {
-	list := &operatorsv1alpha1.InstallPlanList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("list InstallPlans in %s: %w", namespace, err)
-	}
-	var found *operatorsv1alpha1.InstallPlan
-	for i := range list.Items {
-		ip := &list.Items[i]
-		if slices.Contains(ip.Spec.ClusterServiceVersionNames, csvName) &&
-			(found == nil || ip.Spec.Generation > found.Spec.Generation) {
-			found = ip
-		}
-	}
-	return found, nil
+	return ip, nil
 }
 
 // WaitInstallPlanComplete waits until the InstallPlan is Complete; Failed ends the wait at once. The

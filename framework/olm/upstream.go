@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -71,6 +72,9 @@ func UpstreamManifests(dir string, imgs Images) ([]*unstructured.Unstructured, e
 				continue
 			}
 			rewriteImages(o.Object, imgs)
+			if err := fixSingleDashFlags(o); err != nil {
+				return nil, err
+			}
 			if err := setOPMImage(o, imgs.OPM); err != nil {
 				return nil, err
 			}
@@ -152,7 +156,34 @@ func setOPMImage(o *unstructured.Unstructured, opm string) error {
 			break
 		}
 	}
-	ctr["args"] = append(args, "-opmImage="+opm)
+	ctr["args"] = append(args, "--opmImage="+opm)
+	return unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
+}
+
+// singleDashFlag is a long flag written with one dash, e.g. "-namespace" or "-util-image=x".
+var singleDashFlag = regexp.MustCompile(`^-[A-Za-z][A-Za-z0-9-]+(=.*)?$`)
+
+// fixSingleDashFlags rewrites "-namespace" style arguments of OLM's Deployments to "--namespace".
+// v0.46.0's quickstart olm.yaml (unlike its Helm chart) passes the catalog operator `-namespace`,
+// `-configmapServerImage=...` and `-util-image`, which its cobra/pflag command line rejects ("unknown
+// shorthand flag: 'n' in -namespace"): the catalog operator crash-loops as published.
+func fixSingleDashFlags(o *unstructured.Unstructured) error {
+	if o.GetKind() != "Deployment" {
+		return nil
+	}
+	containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if err != nil {
+		return err
+	}
+	for _, c := range containers {
+		ctr, _ := c.(map[string]any)
+		args, _ := ctr["args"].([]any)
+		for i, a := range args {
+			if s, ok := a.(string); ok && singleDashFlag.MatchString(s) {
+				args[i] = "-" + s
+			}
+		}
+	}
 	return unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
 }
 

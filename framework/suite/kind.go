@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
@@ -29,33 +30,40 @@ var LocalImagePrefixes = []string{"fixtures.local/", "cleanup-e2e.local/"}
 // ImagesList is the file scripts/images.sh writes: every image the kind tier loads, one a line.
 func ImagesList() string { return filepath.Join(toolchain.CacheDir(), "images.list") }
 
-func kindClusterName() string {
+// KindClusterName is $KIND_CLUSTER_NAME, default "cleanup-e2e".
+func KindClusterName() string {
 	if n := os.Getenv(EnvKindCluster); n != "" {
 		return n
 	}
 	return "cleanup-e2e"
 }
 
-// newKind creates or reuses the kind cluster, loads the images scripts/images.sh built, makes them
-// never pulled, and installs OLM from its upstream manifests (unless WithoutOLM; a shared cluster may
-// have it anyway). Processes of several suites may call it at once: a file lock serialises them, and
-// the later ones reuse the cluster (reuse and OLM install are idempotent). With parallel Ginkgo
-// processes, or KEEP_CLUSTER=1 (scripts/e2e.sh sets it and deletes the cluster at the end), Stop
-// keeps the cluster.
+// newKind is PROVIDER=kind's NewProvider: SetUpKind with the suite's logger. With parallel Ginkgo
+// processes, or KEEP_CLUSTER=1 (scripts/e2e.sh sets it and deletes the cluster at the end), Stop keeps
+// the cluster.
 func newKind(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
-	name := kindClusterName()
-	log := Logger().WithName("kind")
+	suiteCfg, _ := ginkgo.GinkgoConfiguration()
+	return SetUpKind(ctx, Logger().WithName("kind"), in, suiteCfg.ParallelTotal > 1)
+}
+
+// SetUpKind creates or reuses the kind cluster $KIND_CLUSTER_NAME, loads the images scripts/images.sh
+// built (ImagesList), makes them never pulled (EnsureLocalImages), and installs OLM from its upstream
+// manifests (unless in.WithoutOLM; a shared cluster may have it anyway). Processes of several suites
+// may call it at once: a file lock serialises them, and the later ones reuse the cluster (reuse and
+// the OLM install are idempotent). keep makes Stop leave the cluster (as KEEP_CLUSTER=1 does).
+func SetUpKind(ctx context.Context, log logr.Logger, in ProviderInput, keep bool) (*kind.Provider, error) {
+	name := KindClusterName()
 	images, err := readImagesList()
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "cleanup-e2e", "kind-"+name+".lock"))
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "cleanup-e2e-kind", name+".lock"))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	opts := []kind.Option{kind.WithName(name), kind.WithLogger(log)}
-	if suiteCfg, _ := ginkgo.GinkgoConfiguration(); suiteCfg.ParallelTotal > 1 {
+	if keep {
 		opts = append(opts, kind.WithKeepCluster(true))
 	}
 	start := time.Now()
@@ -63,8 +71,8 @@ func newKind(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (cluster.Provider, error) {
-		return nil, fmt.Errorf("%w (cluster %s kept running for inspection: KEEP_CLUSTER=1)", err, name)
+	fail := func(err error) (*kind.Provider, error) {
+		return nil, fmt.Errorf("%w (cluster %s left running for inspection; delete it with `docker rm -f -v %s-control-plane`)", err, name, name)
 	}
 	if err := p.LoadImages(ctx, images...); err != nil {
 		return fail(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
@@ -40,9 +41,12 @@ type ProviderInput struct {
 //
 // PROVIDER=existing uses the cluster of $KUBECONFIG ($KUBE_CONTEXT selects a context): it requires OLM
 // and installs the operand-cleanup controller when missing (WithoutOLM: no OLM, and the ClusterOperator
-// CRD instead), and Stop removes only what it installed. With parallel Ginkgo processes, process 1 installs (and removes, after the others are
-// done) and the others wait for it.
+// CRD instead), and Stop removes only what it installed. With parallel Ginkgo processes, process 1
+// installs (and removes, after the others are done) and the others wait for it.
 func NewProvider(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
+	// Libraries log through controller-runtime's global logger; route it to GinkgoWriter instead of
+	// letting it complain (with a stack trace) that it was never set.
+	ctrllog.SetLogger(Logger().WithName("controller-runtime"))
 	kind := os.Getenv(EnvProvider)
 	if kind == "" {
 		kind = "envtest"

@@ -33,7 +33,7 @@ func WithNodeImage(image string) Option { return func(o *options) { o.nodeImage 
 func WithLogger(l logr.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithWorkRoot sets the directory under which the provider keeps its kubeconfig
-// (<root>/kind-<name>/kubeconfig; default root $TMPDIR/cleanup-e2e).
+// (<root>/kind-<name>/kubeconfig; default root $TMPDIR/cleanup-e2e-kind).
 func WithWorkRoot(dir string) Option { return func(o *options) { o.workRoot = dir } }
 
 // WithKeepCluster decides whether Stop leaves the cluster running (default: $KEEP_CLUSTER=1).
@@ -57,7 +57,9 @@ func defaults() options {
 	return options{
 		name:         "cleanup-e2e",
 		log:          logr.Discard(),
-		workRoot:     filepath.Join(os.TempDir(), "cleanup-e2e"),
+		// Not $TMPDIR/cleanup-e2e: the envtest provider reaps every directory there whose owner.pid
+		// process is gone (and kills processes naming it), which would take a kept cluster's kubeconfig.
+		workRoot:     filepath.Join(os.TempDir(), "cleanup-e2e-kind"),
 		readyTimeout: 3 * time.Minute,
 		reuse:        true,
 	}

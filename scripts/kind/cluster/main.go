@@ -1,0 +1,74 @@
+// Command cluster manages the kind tier's shared cluster for scripts/e2e.sh, with the same Go code the
+// suites use (framework/suite.SetUpKind), so that its set-up is timed on its own and the suites only
+// reuse it:
+//
+//	go run ./scripts/kind/cluster up            create or reuse $KIND_CLUSTER_NAME, load images, install OLM
+//	go run ./scripts/kind/cluster logs DIR      kind's export logs (node journal, kubelet, containerd, pods)
+//	go run ./scripts/kind/cluster down          delete the cluster
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/kind"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	log := funcr.New(func(prefix, args string) {
+		fmt.Fprintf(os.Stderr, "[%s] %s %s\n", time.Now().Format("15:04:05"), prefix, args)
+	}, funcr.Options{})
+	ctrllog.SetLogger(log.WithName("controller-runtime"))
+	name := suite.KindClusterName()
+	if len(args) == 0 {
+		args = []string{"up"}
+	}
+	switch args[0] {
+	case "up":
+		_, err := suite.SetUpKind(ctx, log.WithName("kind"), suite.ProviderInput{Name: name}, true)
+		return err
+	case "logs":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: logs DIR")
+		}
+		p, err := kind.Connect(ctx, kind.WithName(name), kind.WithLogger(log))
+		if err != nil {
+			return err
+		}
+		defer p.Stop(ctx)
+		return p.CollectArtifacts(ctx, args[1])
+	case "down":
+		p := kindcluster.NewProvider(kindcluster.ProviderWithDocker())
+		start := time.Now()
+		if err := p.Delete(name, ""); err != nil {
+			return err
+		}
+		// the providers' kubeconfig copies (kind.WithWorkRoot's default root)
+		if err := os.RemoveAll(filepath.Join(os.TempDir(), "cleanup-e2e-kind", "kind-"+name)); err != nil {
+			return err
+		}
+		log.Info("deleted kind cluster", "name", name, "took", time.Since(start).Round(time.Millisecond).String())
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q (up, logs DIR, down)", args[0])
+	}
+}
