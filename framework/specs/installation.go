@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -130,7 +132,31 @@ func (r *Installation) ExpectUninstalled(ctx context.Context) {
 		Eventually(func() error {
 			return r.c.Get(ctx, types.NamespacedName{Namespace: r.csv.Namespace, Name: d.Name}, &appsv1.Deployment{})
 		}).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.BeGone(), "operator Deployment %s should be gone", d.Name)
+		// On clusters with nodes the operator runs until its pods have terminated (grace period).
+		selector := d.Spec.Selector
+		Eventually(func() ([]string, error) { return r.podsOf(ctx, selector) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+			Should(BeEmpty(), "pods of operator Deployment %s should be gone", d.Name)
 	}
+}
+
+// podsOf lists the pods (in the CSV's namespace) a Deployment selector matches.
+func (r *Installation) podsOf(ctx context.Context, selector *metav1.LabelSelector) ([]string, error) {
+	if selector == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return nil, err
+	}
+	pods := &corev1.PodList{}
+	if err := r.c.List(ctx, pods, client.InNamespace(r.csv.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Name)
+	}
+	return out, nil
 }
 
 // expectKept checks the operands still exist, and stay for a moment (cleanup does not come late).
