@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,6 +21,12 @@ var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
 func RunSpecs(t *testing.T, description string) {
 	gomega.RegisterFailHandler(ginkgo.Fail)
 	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()
+	// Specs must not depend on their order: always randomize them (the CLI's --randomize-all agrees).
+	suiteConfig.RandomizeAllSpecs = true
+	// GINKGO_LABEL_FILTER selects specs under plain `go test` too (the CLI's --label-filter wins).
+	if f := os.Getenv("GINKGO_LABEL_FILTER"); f != "" && suiteConfig.LabelFilter == "" {
+		suiteConfig.LabelFilter = f
+	}
 	if reporterConfig.JUnitReport == "" {
 		name := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(description), "-"), "-")
 		dir, err := filepath.Abs(artifacts.Dir())
