@@ -33,3 +33,12 @@ go_wrapper_build() {
   (cd "$dir" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath "$@" -o "$out.tmp" "$pkg")
   mv -f "$out.tmp" "$out"
 }
+
+# apt_install PKG...: installs Debian packages, refreshing the package lists first only when the install
+# fails (a fresh machine has none). Root only: the caller says why it needs them.
+apt_install() {
+  [ "$(id -u)" = 0 ] || die "need root to apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 \
+    || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; } \
+    || die "apt-get install $* failed"
+}

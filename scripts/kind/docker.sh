@@ -30,8 +30,7 @@ sys_resource_missing() {
 
 install_docker() {
   [ "$CHECK_ONLY" = 1 ] && die "dockerd is not installed (run scripts/kind/docker.sh)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io jq >/dev/null \
-    || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io jq >/dev/null; }
+  apt_install docker.io jq
 }
 
 real_runc() {
@@ -133,6 +132,8 @@ fi
 if ! command -v dockerd >/dev/null; then
   step "install docker.io (apt)" install_docker
 fi
+# jq edits daemon.json and the OCI specs in the runc wrapper.
+command -v jq >/dev/null || { [ "$CHECK_ONLY" = 1 ] || step "install jq (apt)" apt_install jq; }
 
 # The wrapper is rewritten every time (cheap, atomic): a reused dockerd may point at a deleted one.
 if [ "$need_wrapper" = 1 ] && [ "$CHECK_ONLY" != 1 ]; then

@@ -53,7 +53,7 @@ rootfs_hash=$(printf '%s\n' "$DEBIAN_SUITE" "${ROOTFS_PACKAGES[@]}" | sha | cut 
 ROOTFS_IMAGE=$NODE_IMAGE_REPO-rootfs:$rootfs_hash
 rootfs_tar=$KIND_CACHE/rootfs-$rootfs_hash.tar
 debootstrap_rootfs() {
-  command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >/dev/null
+  command -v debootstrap >/dev/null || apt_install debootstrap
   local dir=$KIND_CACHE/rootfs-$rootfs_hash.d
   rm -rf "$dir"
   debootstrap --variant=minbase --include="$(IFS=,; echo "${ROOTFS_PACKAGES[*]}")" \
