@@ -42,6 +42,7 @@ built=()
 start_all=$SECONDS
 
 docker info >/dev/null 2>&1 || die "no usable Docker engine: run scripts/kind/docker.sh"
+require_free_space "$(docker_root)" 2 "building the test images (Docker's data root)"
 
 # context_hash DIR [EXTRA]: hash of every file (content, mode) and directory (mode) under DIR.
 context_hash() {
@@ -195,6 +196,9 @@ USER $NONROOT:$NONROOT
 ENTRYPOINT ["/smoke.test"]
 EOF
 build_image "$SMOKE_IMAGE" "$ctx"
+
+# A rebuild moves a tag and leaves the old image dangling: drop those (ours only, by label).
+docker image prune -f --filter label=io.cleanup-e2e.input >/dev/null || true
 
 # --- the list the provider loads ------------------------------------------------------------------
 printf '%s\n' "${built[@]}" | grep -v '^cleanup-e2e.local/fixture-operator:' > "$CACHE_DIR/images.list.tmp"

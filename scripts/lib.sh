@@ -30,6 +30,9 @@ stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 # wrapper module DIR into OUT, atomically so that an interrupted build never leaves a half binary.
 go_wrapper_build() {
   local dir=$1 out=$2 pkg=$3; shift 3
+  # a cold Kubernetes build fills Go's build cache with ≈ 3 GB
+  require_free_space "$(go env GOCACHE)" 3 "building $(basename "$out") (Go build cache)"
+  require_free_space "$(dirname "$out")" 1 "building $(basename "$out") (binary cache)"
   (cd "$dir" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath "$@" -o "$out.tmp" "$pkg")
   mv -f "$out.tmp" "$out"
 }
@@ -41,4 +44,19 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 \
     || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; } \
     || die "apt-get install $* failed"
+}
+
+# require_free_space DIR GIB WHAT: fails, before anything is written, when the filesystem holding DIR
+# has less than GIB GiB free, naming the directory, the numbers and what needs the space. A build that
+# ran out of disk half-way would fail later with a far less clear error (the caches stay consistent
+# either way: every output is written to a temporary name and renamed when complete).
+require_free_space() {
+  local dir=$1 want=$2 what=$3 avail
+  while [ ! -d "$dir" ]; do dir=$(dirname "$dir"); done
+  avail=$(df -Pk "$dir" | awk 'NR == 2 {print $4}')
+  if (( avail < want * 1024 * 1024 )); then
+    die "not enough disk space for $what: $(awk -v k="$avail" 'BEGIN {printf "%.1f", k / 1048576}') GiB free on the filesystem of $dir, need $want GiB.
+       Free some space and rerun (nothing was changed). Safe to remove: superseded cleanup-e2e images
+       (scripts/kind/prune.sh), the binary cache ($CACHE_DIR, rebuilt when needed), Go's build cache (go clean -cache)."
+  fi
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/gizmo"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
 
@@ -37,7 +37,7 @@ var _ = Describe("Operand cleanup and required CRDs", Label("operand-cleanup", "
 		By("installing the Widget CRDs gizmo-operator requires (widget-operator's bundle provides them)")
 		widgetBundle, err := bundles.Load(bundles.Dir("widget-operator", "v0.1.0"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(olm.ApplyCRDs(ctx, k8s, widgetBundle.CRDs)).To(Succeed())
+		Expect(kube.ApplyCRDs(ctx, k8s, widgetBundle.CRDs...)).To(Succeed())
 
 		r := specs.NewInstallation(ctx, gizmoOperator, operatorsv1alpha1.InstallModeTypeOwnNamespace)
 		r.Install(ctx, gizmoOperator.BundleDir, ptr.To(true))

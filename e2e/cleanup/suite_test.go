@@ -36,7 +36,7 @@ var (
 
 func clusterUnderTest() specs.Cluster { return cl }
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry: localruntime.NewRegistry(images())}, suite.Setup{
+var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry: registry()}, suite.Setup{
 	Cluster: func(ctx context.Context, p cluster.Provider) {
 		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
 		Expect(err).NotTo(HaveOccurred())
@@ -54,11 +54,8 @@ var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry
 	},
 }, NodeTimeout(5*time.Minute))
 
-// images are what the envtest provider runs in-process (on kind they are images on the node).
-func images() map[string]localruntime.Entrypoint {
-	images := map[string]localruntime.Entrypoint{operandcleanupconfig.Image: operandcleanup.Main}
-	for image, ep := range fixtures.Images() {
-		images[image] = ep
-	}
-	return images
+// registry holds what the envtest provider runs in-process (on kind they are images on the node): the
+// operand-cleanup controller and the fixture operators.
+func registry() *localruntime.Registry {
+	return localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{operandcleanupconfig.Image: operandcleanup.Main})
 }

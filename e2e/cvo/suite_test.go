@@ -43,7 +43,7 @@ var (
 
 func clusterUnderTest() specs.Cluster { return cl }
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: localruntime.NewRegistry(images()), WithoutOLM: true}, suite.Setup{
+var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: registry(), WithoutOLM: true}, suite.Setup{
 	Cluster: func(ctx context.Context, p cluster.Provider) {
 		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
 		Expect(err).NotTo(HaveOccurred())
@@ -57,14 +57,10 @@ var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: lo
 	},
 }, NodeTimeout(5*time.Minute))
 
-// images are what the envtest provider runs in-process (on kind they are images on the node): the
+// registry holds what the envtest provider runs in-process (on kind they are images on the node): the
 // payload applier and the fixture operators (widget-operator is part of a payload).
-func images() map[string]localruntime.Entrypoint {
-	images := map[string]localruntime.Entrypoint{components.PayloadApplierImage: applier.Main}
-	for image, ep := range fixtures.Images() {
-		images[image] = ep
-	}
-	return images
+func registry() *localruntime.Registry {
+	return localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{components.PayloadApplierImage: applier.Main})
 }
 
 // installCRDs installs the ClusterOperator CRD and widget-operator's CRDs, shared by every spec and
@@ -79,24 +75,5 @@ func installCRDs(ctx context.Context, c client.Client) {
 		Expect(err).NotTo(HaveOccurred())
 		crds = append(crds, wc)
 	}
-	for _, x := range crds {
-		Expect(client.IgnoreAlreadyExists(c.Create(ctx, x))).To(Succeed(), "create CRD %s", x.Name)
-	}
-	for _, x := range crds {
-		Eventually(func() (bool, error) { return established(ctx, c, x.Name) }).WithContext(ctx).WithTimeout(time.Minute).
-			Should(BeTrue(), "CRD %s established", x.Name)
-	}
-}
-
-func established(ctx context.Context, c client.Client, name string) (bool, error) {
-	x := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, x); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	for _, cond := range x.Status.Conditions {
-		if cond.Type == apiextensionsv1.Established {
-			return cond.Status == apiextensionsv1.ConditionTrue, nil
-		}
-	}
-	return false, nil
+	Expect(kube.EnsureCRDs(ctx, c, crds...)).To(Succeed())
 }

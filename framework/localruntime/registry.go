@@ -12,7 +12,7 @@ import (
 // Entrypoint is the in-process equivalent of a container's main (see docs/CONTRACTS.md): it runs until
 // ctx is cancelled. args are the container's args (Command[1:] first when Command is set); getenv
 // resolves the container's env as the kubelet would.
-type Entrypoint func(ctx context.Context, cfg *rest.Config, args []string, getenv func(string) string) error
+type Entrypoint = func(ctx context.Context, cfg *rest.Config, args []string, getenv func(string) string) error
 
 // Registry maps image references to entrypoints. It is safe for concurrent use.
 type Registry struct {
@@ -20,11 +20,13 @@ type Registry struct {
 	entries map[string]Entrypoint
 }
 
-// NewRegistry returns a registry holding the given images.
-func NewRegistry(images map[string]Entrypoint) *Registry {
+// NewRegistry returns a registry holding the given images; a later map wins for an image in several.
+func NewRegistry(images ...map[string]Entrypoint) *Registry {
 	r := &Registry{entries: map[string]Entrypoint{}}
-	for image, ep := range images {
-		r.Register(image, ep)
+	for _, m := range images {
+		for image, ep := range m {
+			r.Register(image, ep)
+		}
 	}
 	return r
 }

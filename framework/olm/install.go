@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // InstallCSVInput describes a direct install: the CSV and CRDs of a bundle, applied without a catalog
@@ -48,7 +48,7 @@ func InstallCSV(ctx context.Context, in InstallCSVInput) (*operatorsv1alpha1.Clu
 	if _, err := EnsureOperatorGroup(ctx, in.Client, in.Namespace, targets); err != nil {
 		return nil, err
 	}
-	if err := ApplyCRDs(ctx, in.Client, in.CRDs); err != nil {
+	if err := kube.ApplyCRDs(ctx, in.Client, in.CRDs...); err != nil {
 		return nil, err
 	}
 	csv, err := createCSV(ctx, in.Client, in.CSV, in.Namespace, in.Cleanup)
@@ -117,59 +117,9 @@ func nudge(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterS
 	return client.IgnoreNotFound(c.Patch(ctx, csv, patch))
 }
 
-// ApplyCRDs creates or updates the CRDs and waits until each is Established.
-func ApplyCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	for _, src := range crds {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		crd.Name = src.Name
-		if _, err := controllerutil.CreateOrUpdate(ctx, c, crd, func() error {
-			crd.Labels = merge(crd.Labels, src.Labels)
-			crd.Spec = src.Spec
-			return nil
-		}); err != nil {
-			return fmt.Errorf("apply CRD %s: %w", src.Name, err)
-		}
-	}
-	for _, src := range crds {
-		if err := waitEstablished(ctx, c, src.Name, time.Minute); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func waitEstablished(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
-	return poll(ctx, timeout, func() (bool, string) {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
-			return false, err.Error()
-		}
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("CRD %s is not Established yet (conditions: %v)", name, crd.Status.Conditions)
-	})
-}
-
-// poll calls check every 250ms until it returns true or timeout passes; the error carries check's last word.
+// poll is kube.Poll: OLM's waits share its interval and its timeout wording.
 func poll(ctx context.Context, timeout time.Duration, check func() (bool, string)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last := ""
-	for {
-		ok, why := check()
-		if ok {
-			return nil
-		}
-		last = why
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out after %s: %s", timeout, last)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	return kube.Poll(ctx, timeout, check)
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
 // InstallBundleInput installs a registry-v1 bundle directory directly (no catalog).
@@ -55,7 +56,7 @@ func Upgrade(ctx context.Context, in UpgradeInput) (*operatorsv1alpha1.ClusterSe
 		return nil, fmt.Errorf("bundle %s: CSV %s has spec.replaces %q, not the installed %s", in.BundleDir, b.CSV.Name, b.CSV.Spec.Replaces, in.From.Name)
 	}
 	timeout := orDefault(in.Timeout, 3*time.Minute)
-	if err := ApplyCRDs(ctx, in.Client, b.CRDs); err != nil {
+	if err := kube.ApplyCRDs(ctx, in.Client, b.CRDs...); err != nil {
 		return nil, err
 	}
 	// The new CSV starts with the spec.cleanup the bundle ships; carrying the user's choice over is the

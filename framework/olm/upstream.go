@@ -210,7 +210,7 @@ func InstallUpstream(ctx context.Context, c client.Client, imgs Images, timeout 
 		return err
 	}
 	for _, crd := range crds {
-		if err := waitEstablished(ctx, c, crd.GetName(), time.Minute); err != nil {
+		if err := kube.WaitCRDEstablished(ctx, c, crd.GetName(), kube.CRDEstablishTimeout); err != nil {
 			return err
 		}
 	}

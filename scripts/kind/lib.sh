@@ -15,3 +15,6 @@ COREDNS_IMAGE_TAG=v1.14.6   # we ship coredns $COREDNS_VERSION under the tag kub
 NODE_IMAGE_REPO=cleanup-e2e.local/kind-node
 KIND_CACHE=$CACHE_DIR/kind
 mkdir -p "$KIND_CACHE"
+
+# docker_root: Docker's data root, where images and the kind node's volumes take their space.
+docker_root() { docker info --format '{{.DockerRootDir}}'; }

@@ -53,6 +53,7 @@ rootfs_hash=$(printf '%s\n' "$DEBIAN_SUITE" "${ROOTFS_PACKAGES[@]}" | sha | cut 
 ROOTFS_IMAGE=$NODE_IMAGE_REPO-rootfs:$rootfs_hash
 rootfs_tar=$KIND_CACHE/rootfs-$rootfs_hash.tar
 debootstrap_rootfs() {
+  require_free_space "$KIND_CACHE" 2 "the debootstrap rootfs"
   command -v debootstrap >/dev/null || apt_install debootstrap
   local dir=$KIND_CACHE/rootfs-$rootfs_hash.d
   rm -rf "$dir"
@@ -151,6 +152,8 @@ node_hash=$( {
 NODE_IMAGE=$NODE_IMAGE_REPO:$KUBE_VERSION-$node_hash
 build_node() {
   local c=cleanup-e2e-node-build-$node_hash
+  # a complete build peaks at ≈ 3.5 GB in Docker's data root with one cluster running (README.md)
+  require_free_space "$(docker_root)" 3 "building the kind node image (Docker's data root)"
   docker rm -f "$c" >/dev/null 2>&1 || true # leftover of a killed build
   # removed however this ends (error, Ctrl-C): an unfinished build never gets the node image's tag
   # shellcheck disable=SC2064

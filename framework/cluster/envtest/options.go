@@ -62,7 +62,7 @@ func defaults() options {
 	return options{
 		name:       "envtest",
 		olm:        true,
-		registry:   localruntime.NewRegistry(nil),
+		registry:   localruntime.NewRegistry(),
 		log:        logr.Discard(),
 		workRoot:   filepath.Join(os.TempDir(), "cleanup-e2e"),
 		olmTimeout: 2 * time.Minute,

@@ -255,7 +255,7 @@ func (p *Provider) ensureOLM(ctx context.Context) error {
 }
 
 func (p *Provider) waitProbeReconciled(ctx context.Context) error {
-	return poll(ctx, p.opts.readyTimeout, func() (bool, string) {
+	return kube.Poll(ctx, p.opts.readyTimeout, func() (bool, string) {
 		og := &unstructured.Unstructured{}
 		og.SetGroupVersionKind(schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1", Kind: "OperatorGroup"})
 		if err := p.c.Get(ctx, types.NamespacedName{Namespace: olm.ProbeNamespace, Name: "probe"}, og); err != nil {
@@ -304,7 +304,7 @@ func (p *Provider) ensureClusterOperatorCRD(ctx context.Context) error {
 	case !p.opts.clusterOperator:
 		return nil // only detected
 	case p.opts.waitOnly:
-		return poll(ctx, p.opts.readyTimeout, func() (bool, string) {
+		return kube.Poll(ctx, p.opts.readyTimeout, func() (bool, string) {
 			m, err := missingCRDs(ctx, p.c, crd.Name)
 			return err == nil && len(m) == 0, fmt.Sprintf("waiting for another process to install CRD %s", crd.Name)
 		})
@@ -318,7 +318,7 @@ func (p *Provider) ensureClusterOperatorCRD(ctx context.Context) error {
 	}
 	p.record(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", crd.Name, crd.UID)
 	p.opts.log.Info("installed the ClusterOperator CRD", "crd", crd.Name)
-	return olm.ApplyCRDs(ctx, p.c, []*apiextensionsv1.CustomResourceDefinition{crd}) // waits until Established
+	return kube.ApplyCRDs(ctx, p.c, crd) // waits until Established
 }
 
 // ensureOperandCleanup reuses a controller that is there (waiting for it to be available, never
@@ -472,7 +472,7 @@ func (p *Provider) waitGone(ctx context.Context, o createdObject) error {
 	if p.c == nil {
 		return nil
 	}
-	return poll(ctx, p.opts.readyTimeout, func() (bool, string) {
+	return kube.Poll(ctx, p.opts.readyTimeout, func() (bool, string) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(o.gvk)
 		err := p.c.Get(ctx, types.NamespacedName{Namespace: o.namespace, Name: o.name}, u)
@@ -510,18 +510,3 @@ func exists(ctx context.Context, c client.Client, u *unstructured.Unstructured, 
 }
 
 // poll calls check every 500ms until it returns true or timeout passes.
-func poll(ctx context.Context, timeout time.Duration, check func() (bool, string)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		ok, why := check()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out after %s: %s", timeout, why)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}

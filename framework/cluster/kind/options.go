@@ -55,8 +55,8 @@ func WithKubeadmConfigPatches(patches ...string) Option {
 
 func defaults() options {
 	return options{
-		name:         "cleanup-e2e",
-		log:          logr.Discard(),
+		name: "cleanup-e2e",
+		log:  logr.Discard(),
 		// Not $TMPDIR/cleanup-e2e: the envtest provider reaps every directory there whose owner.pid
 		// process is gone (and kills processes naming it), which would take a kept cluster's kubeconfig.
 		workRoot:     filepath.Join(os.TempDir(), "cleanup-e2e-kind"),

@@ -25,10 +25,23 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
-// kubeletPatches are always applied: kubelet 1.36+ refuses cgroup v1 hosts unless told otherwise, and
-// these VMs (Docker 20.10, cgroup v1 hybrid) are such hosts. Harmless on cgroup v2.
+// kubeletPatches are always applied:
+//   - kubelet 1.36+ refuses cgroup v1 hosts unless told otherwise, and these VMs (Docker 20.10, cgroup
+//     v1 hybrid) are such hosts. Harmless on cgroup v2.
+//   - the kubelet sees the host's disk: with its defaults it garbage-collects unused images above 85%
+//     usage and evicts pods below 10-15% free. Nothing can be pulled again here, so a collected test
+//     image would turn into ImagePullBackOff specs far from the cause. Image GC is off and eviction only
+//     starts at 1% free; New checks the free space itself instead (checkDiskSpace).
 var kubeletPatches = []string{`kind: KubeletConfiguration
 failCgroupV1: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "1%"
+  nodefs.inodesFree: "1%"
+  imagefs.available: "1%"
+  imagefs.inodesFree: "1%"
 `}
 
 // Provider is a running kind cluster. Create it with New; Stop it when done.
@@ -64,6 +77,9 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 		}
 	}
 	if err := checkDocker(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkDiskSpace(ctx, minFreeForCluster); err != nil {
 		return nil, err
 	}
 	p := &Provider{

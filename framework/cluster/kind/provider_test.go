@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/yaml"
 )
 
 func TestKubeletPatchParses(t *testing.T) {
@@ -25,7 +28,40 @@ func TestKubeletPatchParses(t *testing.T) {
 		t.Fatalf("unexpected config: %+v", cfg)
 	}
 	if len(cfg.KubeadmConfigPatches) == 0 {
-		t.Fatal("the kubelet cgroup v1 patch is missing")
+		t.Fatal("the kubelet patches are missing")
+	}
+	// Strictly decoded into the kubelet's own type: a misspelt field would be silently ignored by kubeadm.
+	var kc kubeletconfigv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict([]byte(kubeletPatches[0]), &kc); err != nil {
+		t.Fatalf("kubelet patch does not decode as a KubeletConfiguration: %v", err)
+	}
+	if kc.FailCgroupV1 == nil || *kc.FailCgroupV1 {
+		t.Error("failCgroupV1 must be false (cgroup v1 hosts)")
+	}
+	if kc.ImageGCHighThresholdPercent == nil || *kc.ImageGCHighThresholdPercent != 100 ||
+		kc.ImageGCLowThresholdPercent == nil || *kc.ImageGCLowThresholdPercent >= 100 {
+		t.Errorf("image GC must be off (high 100, low below it): %v/%v", kc.ImageGCHighThresholdPercent, kc.ImageGCLowThresholdPercent)
+	}
+	for _, signal := range []string{"nodefs.available", "imagefs.available", "memory.available"} {
+		if kc.EvictionHard[signal] == "" {
+			t.Errorf("evictionHard lacks %s (a partial map zeroes the signals it leaves out)", signal)
+		}
+	}
+}
+
+func TestNeedFree(t *testing.T) {
+	dir := t.TempDir()
+	if err := needFree(dir, 1, "a test"); err != nil {
+		t.Fatalf("1 byte must be free: %v", err)
+	}
+	err := needFree(dir, 1<<60, "a test")
+	if err == nil {
+		t.Fatal("an exabyte cannot be free")
+	}
+	for _, want := range []string{dir, "a test", "GiB free", "need 1073741824.0 GiB", "scripts/kind/prune.sh", "nothing was created"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
 

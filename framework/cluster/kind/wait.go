@@ -44,7 +44,10 @@ func usable(ctx context.Context, cs kubernetes.Interface) string {
 		return "no node registered"
 	}
 	for _, n := range nodes.Items {
-		if !nodeReady(n) {
+		if pressure := nodeCondition(n, corev1.NodeDiskPressure); pressure != nil && pressure.Status == corev1.ConditionTrue {
+			return fmt.Sprintf("node %s has DiskPressure (%s): the Docker host's disk is nearly full, free space there", n.Name, pressure.Message)
+		}
+		if ready := nodeCondition(n, corev1.NodeReady); ready == nil || ready.Status != corev1.ConditionTrue {
 			return fmt.Sprintf("node %s not Ready", n.Name)
 		}
 	}
@@ -70,11 +73,11 @@ func usable(ctx context.Context, cs kubernetes.Interface) string {
 	return ""
 }
 
-func nodeReady(n corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+func nodeCondition(n corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }

@@ -1,0 +1,53 @@
+// Tests of the shell helpers every script sources (scripts/lib.sh), run by `go test ./...`.
+package scripts_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// lib runs a bash snippet after sourcing lib.sh, returning its combined output and whether it succeeded.
+func lib(t *testing.T, snippet string) (string, bool) {
+	t.Helper()
+	out, err := exec.Command("bash", "-c", ". ./lib.sh; "+snippet).CombinedOutput()
+	return string(out), err == nil
+}
+
+func TestRequireFreeSpace(t *testing.T) {
+	dir := t.TempDir()
+	if out, ok := lib(t, `require_free_space "`+dir+`" 0 "a test" && echo passed`); !ok || !strings.Contains(out, "passed") {
+		t.Fatalf("0 GiB must always be free: %s", out)
+	}
+	out, ok := lib(t, `require_free_space "`+dir+`/not/made/yet" 999999 "the node image"; echo not reached`)
+	if ok || strings.Contains(out, "not reached") {
+		t.Fatalf("999999 GiB cannot be free, yet it went on: %s", out)
+	}
+	// A directory that does not exist yet is checked on its nearest existing parent.
+	for _, want := range []string{"not enough disk space for the node image", "free on the filesystem of " + dir, "need 999999 GiB", "nothing was changed", "prune.sh"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("message does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestStepTimesAndPropagatesFailure(t *testing.T) {
+	out, ok := lib(t, `step "a failing step" false; echo not reached`)
+	if ok || strings.Contains(out, "not reached") || !strings.Contains(out, "==> a failing step") {
+		t.Fatalf("step must announce the step and stop on failure: %s", out)
+	}
+	out, ok = lib(t, `step "a quick step" true`)
+	if !ok || !strings.Contains(out, "<== a quick step done in 0s") {
+		t.Fatalf("step must say how long it took: %s", out)
+	}
+}
+
+func TestStampOK(t *testing.T) {
+	f := t.TempDir() + "/stamp"
+	if _, ok := lib(t, `stamp_ok "`+f+`" v1`); ok {
+		t.Fatal("a missing stamp must not be ok")
+	}
+	if out, ok := lib(t, `echo v1 > "`+f+`" && stamp_ok "`+f+`" v1 && ! stamp_ok "`+f+`" v2`); !ok {
+		t.Fatalf("stamp must match its content only: %s", out)
+	}
+}
