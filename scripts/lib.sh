@@ -37,12 +37,20 @@ go_wrapper_build() {
   mv -f "$out.tmp" "$out"
 }
 
+# as_root CMD...: runs CMD as root: directly when we are root, else through passwordless sudo (CI
+# runners such as GitHub's), else fails saying what needed root.
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif sudo -n true 2>/dev/null; then sudo -n "$@"
+  else die "need root for: $* (run as root, or allow passwordless sudo)"
+  fi
+}
+
 # apt_install PKG...: installs Debian packages, refreshing the package lists first only when the install
-# fails (a fresh machine has none). Root only: the caller says why it needs them.
+# fails (a fresh machine has none).
 apt_install() {
-  [ "$(id -u)" = 0 ] || die "need root to apt-get install $*"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 \
-    || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; } \
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 \
+    || { as_root apt-get update -qq >/dev/null && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; } \
     || die "apt-get install $* failed"
 }
 

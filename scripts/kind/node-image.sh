@@ -56,17 +56,18 @@ debootstrap_rootfs() {
   require_free_space "$KIND_CACHE" 2 "the debootstrap rootfs"
   command -v debootstrap >/dev/null || apt_install debootstrap
   local dir=$KIND_CACHE/rootfs-$rootfs_hash.d
-  rm -rf "$dir"
-  debootstrap --variant=minbase --include="$(IFS=,; echo "${ROOTFS_PACKAGES[*]}")" \
+  # debootstrap needs root (chroot, device nodes); as_root uses sudo when this is not root
+  as_root rm -rf "$dir"
+  as_root debootstrap --variant=minbase --include="$(IFS=,; echo "${ROOTFS_PACKAGES[*]}")" \
     "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR" > "$KIND_CACHE/debootstrap.log" 2>&1 \
     || { tail -n 20 "$KIND_CACHE/debootstrap.log" >&2; die "debootstrap failed (log: $KIND_CACHE/debootstrap.log)"; }
   # what a container image does not need: package caches, docs, the build host's identity
-  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/usr/share/doc/* \
-    "$dir"/usr/share/man/* "$dir"/usr/share/locale/* "$dir"/var/log/*.log
-  : > "$dir/etc/machine-id"
-  tar -C "$dir" --numeric-owner -cf "$rootfs_tar.tmp" .
+  as_root sh -c 'cd "$1" && rm -rf var/cache/apt/archives/*.deb var/lib/apt/lists/* usr/share/doc/* \
+    usr/share/man/* usr/share/locale/* var/log/*.log && : > etc/machine-id' _ "$dir"
+  as_root tar -C "$dir" --numeric-owner -cf "$rootfs_tar.tmp" .
+  as_root chown "$(id -u):$(id -g)" "$rootfs_tar.tmp"
   mv -f "$rootfs_tar.tmp" "$rootfs_tar"
-  rm -rf "$dir"
+  as_root rm -rf "$dir"
 }
 if ! image_exists "$ROOTFS_IMAGE"; then
   [ -s "$rootfs_tar" ] || step "debootstrap $DEBIAN_SUITE rootfs (≈ 1-2 min)" debootstrap_rootfs
