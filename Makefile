@@ -5,18 +5,21 @@ ARTIFACTS ?= $(CURDIR)/_artifacts
 PROVIDER ?=
 export ARTIFACTS PROVIDER
 
-.PHONY: all tools test e2e unit bench generate verify clean help
+.PHONY: all tools test test-kind e2e unit bench generate verify clean help
 
 all: test
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 tools: ## build kube-apiserver, kube-controller-manager, etcd and olm from the Go module proxy (cached)
 	@scripts/tools.sh
 
-test: tools ## unit tests + every suite on the envtest provider (the CI job)
+test: tools ## unit tests + every suite on the envtest provider + the example consumer (CI stage 1)
 	@scripts/test.sh
+
+test-kind: ## the kind tier's own tests against Docker (provider lifecycle, Ctrl-C during make e2e)
+	@scripts/test-kind.sh
 
 e2e: ## the main job: every suite on $(PROVIDER) (default kind if Docker works, else envtest), JUnit + artifacts under $(ARTIFACTS)
 	@scripts/e2e.sh

@@ -30,7 +30,7 @@ stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 # wrapper module DIR into OUT, atomically so that an interrupted build never leaves a half binary.
 go_wrapper_build() {
   local dir=$1 out=$2 pkg=$3; shift 3
-  # a cold Kubernetes build fills Go's build cache with ≈ 3 GB
+  # a cold run fills ≈ 10 GB of Go build cache in all; a single Kubernetes binary ≈ 3 GB
   require_free_space "$(go env GOCACHE)" 3 "building $(basename "$out") (Go build cache)"
   require_free_space "$(dirname "$out")" 1 "building $(basename "$out") (binary cache)"
   (cd "$dir" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath "$@" -o "$out.tmp" "$pkg")
