@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
+	"github.com/cleanup-e2e/cleanup-e2e/e2e/internal/footprint"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
@@ -36,7 +37,7 @@ var (
 
 func clusterUnderTest() specs.Cluster { return cl }
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry: registry()}, suite.Setup{
+var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry: registry(), RunLeftovers: footprint.RunLeftovers()}, suite.Setup{
 	Cluster: func(ctx context.Context, p cluster.Provider) {
 		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
 		Expect(err).NotTo(HaveOccurred())

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/config/crd"
+	"github.com/cleanup-e2e/cleanup-e2e/e2e/internal/footprint"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	fixturecrds "github.com/cleanup-e2e/cleanup-e2e/fixtures/crds"
@@ -43,7 +44,7 @@ var (
 
 func clusterUnderTest() specs.Cluster { return cl }
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: registry(), WithoutOLM: true}, suite.Setup{
+var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: registry(), WithoutOLM: true, RunLeftovers: footprint.RunLeftovers()}, suite.Setup{
 	Cluster: func(ctx context.Context, p cluster.Provider) {
 		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
 		Expect(err).NotTo(HaveOccurred())

@@ -1,6 +1,8 @@
 // Package kind holds the specs that need a cluster with nodes (PROVIDER=kind): installs through OLM's
 // catalog machinery, which runs pods (the catalog's `opm serve`, bundle unpack Jobs) that the envtest
-// tier cannot run. On other providers the suite builds no spec and starts nothing.
+// tier cannot run. On an existing cluster they run when CLEANUP_E2E_CATALOG=1 says that its nodes have
+// the catalog, bundle and operator images (scripts/images.sh builds them; load or push them first).
+// Elsewhere the suite builds no spec and starts nothing.
 package kind
 
 import (
@@ -13,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/e2e/internal/footprint"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
@@ -24,19 +27,25 @@ func TestKind(t *testing.T) {
 	suite.RunSpecs(t, "Kind Suite")
 }
 
-// runsPods is decided while the tree is built: the specs exist only where the provider runs pods.
-var runsPods = os.Getenv(suite.EnvProvider) == "kind"
+// runsPods is decided while the tree is built: the specs exist only where the provider runs pods and
+// the nodes have the images.
+var runsPods = os.Getenv(suite.EnvProvider) == "kind" ||
+	(os.Getenv(suite.EnvProvider) == "existing" && os.Getenv("CLEANUP_E2E_CATALOG") == "1")
 
 var (
 	provider cluster.Provider
 	k8s      client.Client
 )
 
-var _ = runsPods && suite.SynchronizedProvider(suite.ProviderInput{Name: "kind"}, suite.Setup{
+var _ = runsPods && suite.SynchronizedProvider(suite.ProviderInput{Name: "kind", RunLeftovers: footprint.RunLeftovers()}, suite.Setup{
 	Cluster: func(ctx context.Context, p cluster.Provider) {
 		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: c})).To(Succeed())
+		// The existing provider installed the controller if it was missing, and must not overwrite one
+		// the run did not create.
+		if p.Kind() != "existing" {
+			Expect(components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: c})).To(Succeed())
+		}
 	},
 	Process: func(ctx context.Context, p cluster.Provider) {
 		var err error

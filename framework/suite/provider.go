@@ -35,6 +35,10 @@ type ProviderInput struct {
 	// WithoutOLM starts no OLM (suites of the payload applier); on an existing cluster, OLM is then
 	// neither required nor checked.
 	WithoutOLM bool
+	// RunLeftovers: on an existing cluster, the CRDs (by group) and namespaces the suite's specs leave
+	// behind on purpose (shared between specs) that Stop deletes if the run created them. The other
+	// providers throw the whole cluster away.
+	RunLeftovers existing.RunLeftovers
 }
 
 // NewProvider starts the provider named by $PROVIDER.
@@ -62,7 +66,7 @@ func NewProvider(ctx context.Context, in ProviderInput) (cluster.Provider, error
 	case "existing":
 		name := fmt.Sprintf("%s-%d", in.Name, ginkgo.GinkgoParallelProcess())
 		opts := []existing.Option{existing.WithName(name), existing.WithLogger(Logger().WithName(name)),
-			existing.WithContext(os.Getenv(EnvKubeContext))}
+			existing.WithContext(os.Getenv(EnvKubeContext)), existing.WithRunLeftovers(in.RunLeftovers)}
 		if in.WithoutOLM { // a CVO-style suite: the ClusterOperator CRD, no OLM, no operand cleanup
 			opts = append(opts, existing.WithoutOLM(), existing.WithoutOperandCleanup(), existing.WithClusterOperatorCRD())
 		}

@@ -20,6 +20,7 @@ type options struct {
 	waitOnly        bool
 	readyTimeout    time.Duration
 	cleanupArgs     []string
+	runLeftovers    RunLeftovers
 }
 
 // Option configures the existing-cluster provider.

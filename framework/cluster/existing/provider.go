@@ -69,6 +69,8 @@ type Provider struct {
 
 	mu      sync.Mutex
 	created []createdObject
+	// preexisting: which RunLeftovers objects ("crd/<name>", "ns/<name>") existed before the run.
+	preexisting map[string]bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -108,6 +110,11 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	}()
 	if err := p.checkReachable(); err != nil {
 		return nil, err
+	}
+	if !o.waitOnly {
+		if err := p.snapshotRunLeftovers(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if o.olm {
 		if err := p.step("checking OLM", func() error { return p.ensureOLM(ctx) }); err != nil {
@@ -430,6 +437,9 @@ func (p *Provider) KubeconfigPath() string { return p.kubeconfig }
 func (p *Provider) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
 		var errs []error
+		if p.c != nil {
+			errs = append(errs, p.removeRunLeftovers(ctx))
+		}
 		p.mu.Lock()
 		created := append([]createdObject{}, p.created...)
 		p.mu.Unlock()
