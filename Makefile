@@ -5,7 +5,7 @@ ARTIFACTS ?= $(CURDIR)/_artifacts
 PROVIDER ?=
 export ARTIFACTS PROVIDER
 
-.PHONY: all tools test test-kind e2e unit bench generate verify clean help
+.PHONY: all tools test test-kind e2e unit bench lint generate verify clean help
 
 all: test
 
@@ -26,6 +26,9 @@ e2e: ## the main job: every suite on $(PROVIDER) (default kind if Docker works, 
 
 unit: ## unit tests only (no cluster binaries needed for most packages)
 	go test -count=1 $$(go list ./... | grep -v '/e2e/')
+
+lint: ## gofmt, go vet, shellcheck over the scripts, actionlint over the workflow
+	@scripts/lint.sh
 
 bench: tools ## benchmarks, printed as ratios measured side by side
 	go test -run '^$$' -bench . -benchtime 1x ./pkg/...

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the toolchain scripts: logging with timings, the cache layout, pinned versions.
 # Sourced, never executed.
 set -euo pipefail

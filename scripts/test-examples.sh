@@ -17,9 +17,10 @@ for gomod in examples/*/go.mod; do
   name=$(basename "$dir")
   start=$SECONDS
   log "==> example $dir: go test ./... (PROVIDER=$PROVIDER)"
-  # The example's failure artifacts go next to the others, under $ARTIFACTS/examples/<name>.
-  if (cd "$dir" && ARTIFACTS="$ARTIFACTS/examples/$name" "${gotestsum[@]}" \
-        --junitfile "$ARTIFACTS/junit-example-$name.xml" -- -count=1 -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...); then
+  # The example's failure artifacts go under $ARTIFACTS/examples/<name>, its JUnit next to the others'.
+  junit="$ARTIFACTS/junit-example-$name.xml" example_artifacts="$ARTIFACTS/examples/$name"
+  if (cd "$dir" && ARTIFACTS="$example_artifacts" "${gotestsum[@]}" \
+        --junitfile "$junit" -- -count=1 -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...); then
     log "<== example $dir passed in $((SECONDS - start))s"
   else
     log "<== example $dir FAILED in $((SECONDS - start))s"
