@@ -22,7 +22,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require k8s.io/kubelet v0.37.1 // indirect
+require k8s.io/kubelet v0.37.1
 
 require (
 	al.essio.dev/pkg/shellescape v1.6.0 // indirect
