@@ -90,12 +90,18 @@ func firstLine(s string) string {
 	return s
 }
 
-// EnvtestAssets returns a directory holding kube-apiserver and etcd for controller-runtime's envtest.
-// A user's own assets ($KUBEBUILDER_ASSETS, e.g. from setup-envtest) win when they hold both binaries;
-// otherwise the directory is assembled (symlinks) from the binaries the scripts built.
+// EnvtestAssets returns a directory holding kube-apiserver and etcd for controller-runtime's envtest,
+// in the order scripts/tools.sh prefers them: a user's own assets ($KUBEBUILDER_ASSETS) when they hold
+// both binaries; the ones setup-envtest downloaded (recorded in <cache>/envtest-assets by
+// scripts/envtest-download.sh); else a directory assembled (symlinks) from the binaries built from source.
 func EnvtestAssets() (string, error) {
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" && exists(filepath.Join(d, "kube-apiserver")) && exists(filepath.Join(d, "etcd")) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" && hasControlPlane(d) {
 		return d, nil
+	}
+	if data, err := os.ReadFile(filepath.Join(CacheDir(), "envtest-assets")); err == nil {
+		if d := strings.TrimSpace(string(data)); d != "" && hasControlPlane(d) {
+			return d, nil
+		}
 	}
 	dir := filepath.Join(CacheDir(), "bin", "envtest-"+KubeVersion)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -123,3 +129,7 @@ func EnvtestAssets() (string, error) {
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func hasControlPlane(dir string) bool {
+	return exists(filepath.Join(dir, "kube-apiserver")) && exists(filepath.Join(dir, "etcd"))
+}

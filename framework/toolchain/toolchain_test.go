@@ -73,3 +73,28 @@ func TestUserEnvtestAssetsWin(t *testing.T) {
 		t.Fatalf("EnvtestAssets() = %q, %v; want the user's %q", got, err, dir)
 	}
 }
+
+// setup-envtest's download (recorded by scripts/envtest-download.sh) is used when the user has no
+// assets of their own, and ignored when the recorded directory lost a binary.
+func TestDownloadedEnvtestAssets(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	t.Setenv("CLEANUP_E2E_CACHE", cache)
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if err := os.WriteFile(filepath.Join(dir, b), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(cache, "envtest-assets"), []byte(dir+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := EnvtestAssets(); err != nil || got != dir {
+		t.Fatalf("EnvtestAssets() = %q, %v; want the downloaded %q", got, err, dir)
+	}
+	if err := os.Remove(filepath.Join(dir, "etcd")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnvtestAssets(); err == nil || !strings.Contains(err.Error(), "scripts/build-") {
+		t.Fatalf("an incomplete download must not be used (want the build scripts named), got %v", err)
+	}
+}

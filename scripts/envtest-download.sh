@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The conventional way to get envtest's kube-apiserver and etcd: controller-runtime's setup-envtest
+# downloads controller-tools' release archive for $KUBE_VERSION (hash-checked). On success it prints the
+# directory holding them and records it in $CACHE_DIR/envtest-assets, which framework/toolchain reads;
+# on failure (no route to GitHub, as on the offline VMs) it says why and exits 1, and scripts/tools.sh
+# builds both from source instead.
+#
+# Usage: scripts/envtest-download.sh
+#   ENVTEST_INDEX=url       another release index (a mirror; the tests serve one locally)
+#   ENVTEST_TIMEOUT=seconds how long the download may take (default 120)
+. "$(dirname "$0")/lib.sh"
+
+tool=$BIN_DIR/setup-envtest-$SETUP_ENVTEST_VERSION
+if [ ! -x "$tool" ]; then
+  gobin=$BIN_DIR/.setup-envtest-build
+  GOBIN=$gobin go install "sigs.k8s.io/controller-runtime/tools/setup-envtest@$SETUP_ENVTEST_VERSION" \
+    || die "could not build setup-envtest $SETUP_ENVTEST_VERSION from the Go module proxy"
+  mv -f "$gobin/setup-envtest" "$tool" && rm -rf "$gobin"
+fi
+
+args=(use "${KUBE_VERSION#v}" --bin-dir "$CACHE_DIR/setup-envtest" -p path)
+[ -z "${ENVTEST_INDEX:-}" ] || args+=(--index "$ENVTEST_INDEX")
+errlog=$CACHE_DIR/setup-envtest.log
+if ! dir=$(timeout "${ENVTEST_TIMEOUT:-120}" "$tool" "${args[@]}" 2>"$errlog"); then
+  log "setup-envtest could not fetch envtest $KUBE_VERSION: $(tail -n 1 "$errlog")"
+  exit 1
+fi
+for b in kube-apiserver etcd; do
+  [ -x "$dir/$b" ] || die "setup-envtest reported $dir, which has no $b"
+done
+version=$("$dir/kube-apiserver" --version 2>/dev/null || true)
+[[ $version == *"$KUBE_VERSION" ]] || die "setup-envtest's kube-apiserver in $dir says '$version', want $KUBE_VERSION"
+echo "$dir" > "$CACHE_DIR/envtest-assets.tmp"
+mv -f "$CACHE_DIR/envtest-assets.tmp" "$CACHE_DIR/envtest-assets"
+log "envtest $KUBE_VERSION from setup-envtest: $dir"
+echo "$dir"
