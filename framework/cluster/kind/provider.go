@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,9 @@ evictionHard:
   imagefs.inodesFree: "1%"
 `}
 
+// validName is kind's rule for cluster names (it becomes part of container and network names).
+var validName = regexp.MustCompile(`^[a-z0-9.-]+$`)
+
 // Provider is a running kind cluster. Create it with New; Stop it when done.
 type Provider struct {
 	opts       options
@@ -69,6 +73,9 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	if o.keep == nil {
 		keep := os.Getenv("KEEP_CLUSTER") == "1"
 		o.keep = &keep
+	}
+	if !validName.MatchString(o.name) {
+		return nil, fmt.Errorf("kind cluster name %q (WithName, or $KIND_CLUSTER_NAME for make e2e) is invalid: it must match %s", o.name, validName)
 	}
 	start := time.Now()
 	if o.nodeImage == "" {

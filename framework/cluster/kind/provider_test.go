@@ -49,6 +49,13 @@ func TestKubeletPatchParses(t *testing.T) {
 	}
 }
 
+func TestInvalidNameIsRefusedBeforeDocker(t *testing.T) {
+	_, err := New(context.Background(), WithName("Bad_Name"), WithNodeImage("example.local/node:v1"))
+	if err == nil || !strings.Contains(err.Error(), `"Bad_Name"`) || !strings.Contains(err.Error(), "KIND_CLUSTER_NAME") {
+		t.Fatalf("want an error naming the bad name and where it came from, got %v", err)
+	}
+}
+
 func TestNeedFree(t *testing.T) {
 	dir := t.TempDir()
 	if err := needFree(dir, 1, "a test"); err != nil {
