@@ -2,14 +2,9 @@ package cleanup
 
 import (
 	"context"
-	"fmt"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
@@ -34,8 +29,8 @@ var widgetOperator = specs.OperandCleanupSpecInput{
 		operatorsv1alpha1.InstallModeTypeMultiNamespace, operatorsv1alpha1.InstallModeTypeAllNamespaces,
 	},
 	Samples:    widgetSamples,
-	Reconciled: widgetReconciled,
-	Finalized:  recordGone,
+	Reconciled: widget.Reconciled,
+	Finalized:  widget.Finalized,
 }
 
 var widgetGVK = fixturesv1alpha1.GroupVersion.WithKind("Widget")
@@ -51,43 +46,4 @@ func widgetSamples(string) []*unstructured.Unstructured {
 	wc.SetGroupVersionKind(fixturesv1alpha1.GroupVersion.WithKind("WidgetClass"))
 	wc.SetName("sample-class")
 	return []*unstructured.Unstructured{w, wc}
-}
-
-// widgetReconciled: widget-operator has put its finalizer on the object and written its record.
-func widgetReconciled(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(obj.GroupVersionKind())
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-		return err
-	}
-	if !containsString(live.GetFinalizers(), widget.Finalizer) {
-		return fmt.Errorf("%s %s has no %s finalizer yet (finalizers %v)", obj.GetKind(), obj.GetName(), widget.Finalizer, live.GetFinalizers())
-	}
-	return c.Get(ctx, recordKey(obj), &corev1.ConfigMap{})
-}
-
-// recordGone: the operator's finalizer deleted the object's record in the records namespace.
-func recordGone(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
-	err := c.Get(ctx, recordKey(obj), &corev1.ConfigMap{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("record %s of %s %s still exists", recordKey(obj), obj.GetKind(), obj.GetName())
-}
-
-func recordKey(obj client.Object) types.NamespacedName {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	return types.NamespacedName{Namespace: widget.DefaultRecordsNamespace, Name: widget.RecordName(kind, obj.GetNamespace(), obj.GetName())}
-}
-
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

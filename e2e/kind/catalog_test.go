@@ -2,7 +2,6 @@ package kind
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,7 +53,8 @@ var _ = runsPods && Describe("widget-operator installed from the catalog", Label
 		w := &fixturesv1alpha1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sample"},
 			Spec: fixturesv1alpha1.WidgetSpec{Data: map[string]string{"color": "blue"}}}
 		Expect(k8s.Create(ctx, w)).To(Succeed())
-		Eventually(func() error { return reconciled(ctx, w) }).WithContext(ctx).WithTimeout(timeout).Should(Succeed())
+		sample := sampleRef(w)
+		Eventually(func() error { return widget.Reconciled(ctx, k8s, sample) }).WithContext(ctx).WithTimeout(timeout).Should(Succeed())
 		uid := w.UID
 
 		for _, to := range []string{"widget-operator.v0.2.0", "widget-operator.v0.3.0"} {
@@ -70,7 +70,7 @@ var _ = runsPods && Describe("widget-operator installed from the catalog", Label
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), live)).To(Succeed())
 			Expect(live.UID).To(Equal(uid), "the Widget was recreated during the upgrade")
 			Expect(live.DeletionTimestamp).To(BeNil(), "the upgrade must not delete operands")
-			Expect(reconciled(ctx, w)).To(Succeed())
+			Expect(widget.Reconciled(ctx, k8s, sample)).To(Succeed())
 			Eventually(func() (bool, error) {
 				c, err := olm.GetCSV(ctx, k8s, ns, to)
 				return err == nil && c.Spec.Cleanup.Enabled, err
@@ -83,27 +83,15 @@ var _ = runsPods && Describe("widget-operator installed from the catalog", Label
 		GinkgoWriter.Printf("uninstalled with cleanup in %s\n", time.Since(start).Round(time.Millisecond))
 		err = k8s.Get(ctx, client.ObjectKeyFromObject(w), &fixturesv1alpha1.Widget{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Widget should be gone after a cleanup-enabled uninstall (got %v)", err)
-		err = k8s.Get(ctx, recordKey(w), &corev1.ConfigMap{})
-		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator's finalizer should have removed the Widget's record (got %v)", err)
+		Expect(widget.Finalized(ctx, k8s, sample)).To(Succeed(), "the operator's finalizer should have removed the Widget's record")
 	})
 })
 
-// reconciled: widget-operator has put its finalizer on the Widget and written its record.
-func reconciled(ctx context.Context, w *fixturesv1alpha1.Widget) error {
-	live := &fixturesv1alpha1.Widget{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(w), live); err != nil {
-		return err
-	}
-	found := false
-	for _, f := range live.Finalizers {
-		found = found || f == widget.Finalizer
-	}
-	if !found {
-		return fmt.Errorf("Widget %s has no %s finalizer yet (finalizers %v)", w.Name, widget.Finalizer, live.Finalizers)
-	}
-	return k8s.Get(ctx, recordKey(w), &corev1.ConfigMap{})
-}
-
-func recordKey(w *fixturesv1alpha1.Widget) types.NamespacedName {
-	return types.NamespacedName{Namespace: widget.DefaultRecordsNamespace, Name: widget.RecordName("Widget", w.Namespace, w.Name)}
+// sampleRef is the Widget as the fixture's checks take it (kind, namespace and name).
+func sampleRef(w *fixturesv1alpha1.Widget) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(fixturesv1alpha1.GroupVersion.WithKind("Widget"))
+	u.SetNamespace(w.Namespace)
+	u.SetName(w.Name)
+	return u
 }
