@@ -85,13 +85,7 @@ var _ = Describe("payload applier", func() {
 
 	run := func(a *applier.Applier, b *pt.Builder, mode applier.Mode) applier.Result {
 		GinkgoHelper()
-		p, err := b.Load()
-		Expect(err).NotTo(HaveOccurred())
-		res, _ := a.Run(ctx, p, mode)
-		for _, m := range res.Messages {
-			GinkgoWriter.Println(m.String())
-		}
-		return res
+		return runPass(ctx, a, b, mode)
 	}
 	cm := func(name string) payload.Resource {
 		return payload.Resource{Version: "v1", Kind: "ConfigMap", Namespace: appNS, Name: name}

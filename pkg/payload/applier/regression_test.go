@@ -36,17 +36,6 @@ var _ = Describe("payload applier: custom resources without their CRD", func() {
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sysNS}})).To(Succeed())
 	})
 
-	runPass := func(ctx context.Context, a *applier.Applier, b *pt.Builder, mode applier.Mode) applier.Result {
-		GinkgoHelper()
-		p, err := b.Load()
-		Expect(err).NotTo(HaveOccurred())
-		res, _ := a.Run(ctx, p, mode)
-		for _, m := range res.Messages {
-			GinkgoWriter.Println(m.String())
-		}
-		return res
-	}
-
 	// Regression: the retried RESTMapper lookup of a delete-annotated manifest was scoped inside an if,
 	// so a kind that is not served (CRD never installed) fell through with a nil mapping and panicked.
 	It("completes an update deleting a custom resource whose CRD was never installed, with the not-found warning", func() {
