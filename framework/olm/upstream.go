@@ -209,10 +209,13 @@ func InstallUpstream(ctx context.Context, c client.Client, imgs Images, timeout 
 	if err := kube.Apply(ctx, c, crds...); err != nil {
 		return err
 	}
-	for _, crd := range crds {
-		if err := kube.WaitCRDEstablished(ctx, c, crd.GetName(), kube.CRDEstablishTimeout); err != nil {
-			return err
-		}
+	// The rest includes objects of these kinds (OperatorGroups, the packageserver CSV).
+	names := make([]string, len(crds))
+	for i, crd := range crds {
+		names[i] = crd.GetName()
+	}
+	if err := kube.WaitCRDsUsable(ctx, c, names...); err != nil {
+		return err
 	}
 	if err := kube.Apply(ctx, c, rest...); err != nil {
 		return err
