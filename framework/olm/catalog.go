@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
 // Installing through a catalog, as users do on clusters with nodes (kind, existing): a grpc
@@ -233,7 +235,16 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 	if err != nil {
 		return nil, err
 	}
-	return csv, nil
+	// OLM created the owned CRDs; the caller creates custom resources of their kinds through c next.
+	return csv, kube.WaitCRDsUsable(ctx, c, ownedCRDNames(csv)...)
+}
+
+func ownedCRDNames(csv *operatorsv1alpha1.ClusterServiceVersion) []string {
+	var names []string
+	for _, owned := range csv.Spec.CustomResourceDefinitions.Owned {
+		names = append(names, owned.Name)
+	}
+	return names
 }
 
 // ApproveInstallPlan approves the InstallPlan of sub that installs csvName and waits until it is

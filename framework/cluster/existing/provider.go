@@ -311,10 +311,14 @@ func (p *Provider) ensureClusterOperatorCRD(ctx context.Context) error {
 	case !p.opts.clusterOperator:
 		return nil // only detected
 	case p.opts.waitOnly:
-		return kube.Poll(ctx, p.opts.readyTimeout, func() (bool, string) {
+		if err := kube.Poll(ctx, p.opts.readyTimeout, func() (bool, string) {
 			m, err := missingCRDs(ctx, p.c, crd.Name)
 			return err == nil && len(m) == 0, fmt.Sprintf("waiting for another process to install CRD %s", crd.Name)
-		})
+		}); err != nil {
+			return err
+		}
+		// Existing is not usable yet: this process's specs create ClusterOperators right after.
+		return kube.WaitCRDsUsable(ctx, p.c, crd.Name)
 	}
 	if p.detected.OLM {
 		p.opts.log.Info("installing config.openshift.io's ClusterOperator CRD next to OLM: a restarted olm-operator " +
@@ -325,7 +329,7 @@ func (p *Provider) ensureClusterOperatorCRD(ctx context.Context) error {
 	}
 	p.record(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", crd.Name, crd.UID)
 	p.opts.log.Info("installed the ClusterOperator CRD", "crd", crd.Name)
-	return kube.ApplyCRDs(ctx, p.c, crd) // waits until Established
+	return kube.ApplyCRDs(ctx, p.c, crd) // waits until p.c can use it
 }
 
 // ensureOperandCleanup reuses a controller that is there (waiting for it to be available, never
