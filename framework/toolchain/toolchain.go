@@ -116,16 +116,27 @@ func EnvtestAssets() (string, error) {
 		if cur, err := os.Readlink(link); err == nil && cur == p {
 			continue
 		}
-		tmp := link + ".tmp"
-		_ = os.Remove(tmp)
-		if err := os.Symlink(p, tmp); err != nil {
-			return "", err
-		}
-		if err := os.Rename(tmp, link); err != nil {
-			return "", err
+		if err := replaceSymlink(p, link); err != nil {
+			return "", fmt.Errorf("link %s to %s: %w (remove %s and retry)", link, p, err, dir)
 		}
 	}
 	return dir, nil
+}
+
+// replaceSymlink points link at target atomically, through a temporary name of its own: the test
+// binaries of one `go test ./...` call EnvtestAssets at the same moment on a cold cache, and with a
+// shared temporary name one's Symlink or Rename failed on the other's file.
+func replaceSymlink(target, link string) error {
+	tmpDir, err := os.MkdirTemp(filepath.Dir(link), ".link-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmpDir)
+	tmp := filepath.Join(tmpDir, filepath.Base(link))
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
