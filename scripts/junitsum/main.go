@@ -1,5 +1,7 @@
 // Command junitsum prints one closing line, "N passed, N failed, N skipped", over JUnit XML files, and
-// fails when a file is missing (a runner that crashed before writing it must not look green).
+// fails when a file is missing (a runner that crashed before writing it must not look green). With
+// -per-test it reads the files as repeated runs instead and prints, per test, how often it ran, how
+// often it failed and its first failure message (scripts/flake-hunt.sh).
 package main
 
 import (
@@ -13,9 +15,14 @@ import (
 type testcase struct {
 	Name      string    `xml:"name,attr"`
 	Classname string    `xml:"classname,attr"`
-	Failure   *struct{} `xml:"failure"`
-	Error     *struct{} `xml:"error"`
+	Failure   *failure  `xml:"failure"`
+	Error     *failure  `xml:"error"`
 	Skipped   *struct{} `xml:"skipped"`
+}
+
+type failure struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
 }
 
 type suites struct {
@@ -28,37 +35,68 @@ func main() {
 	// -skip-classes S: testcases whose classname contains S are counted by their own per-spec report
 	// (the Ginkgo suites under go test), so only their failures count here.
 	skipClasses := flag.String("skip-classes", "", "classname substring of testcases counted elsewhere (failures still count)")
+	perTest := flag.Bool("per-test", false, "treat the files as repeated runs: print runs, failures and the first failure message per test")
 	flag.Parse()
-	var passed, failed, skipped int
-	for _, path := range flag.Args() {
+	cases, err := readCases(flag.Args())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "junitsum: %v\n", err)
+		os.Exit(2)
+	}
+	ok := false
+	if *perTest {
+		ok = printPerTest(os.Stdout, cases)
+	} else {
+		ok = printClosingLine(cases, *skipClasses)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+func readCases(paths []string) ([]testcase, error) {
+	var out []testcase
+	for _, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "junitsum: %v\n", err)
-			os.Exit(2)
+			return nil, err
 		}
 		var s suites
 		if err := xml.Unmarshal(data, &s); err != nil {
-			fmt.Fprintf(os.Stderr, "junitsum: %s: %v\n", path, err)
-			os.Exit(2)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		for _, suite := range s.Suites {
-			for _, c := range suite.Cases {
-				switch {
-				case c.Failure != nil || c.Error != nil:
-					failed++
-				case *skipClasses != "" && strings.Contains(c.Classname, *skipClasses):
-				case strings.HasPrefix(c.Name, "[") && !strings.HasPrefix(c.Name, "[It]"):
-					// Ginkgo's setup nodes ([BeforeSuite], [DeferCleanup (Suite)]) count only when they fail.
-				case c.Skipped != nil:
-					skipped++
-				default:
-					passed++
-				}
-			}
+			out = append(out, suite.Cases...)
+		}
+	}
+	return out, nil
+}
+
+func printClosingLine(cases []testcase, skipClasses string) bool {
+	var passed, failed, skipped int
+	for _, c := range cases {
+		switch {
+		case c.failed() != nil:
+			failed++
+		case skipClasses != "" && strings.Contains(c.Classname, skipClasses):
+		case c.setupNode():
+		case c.Skipped != nil:
+			skipped++
+		default:
+			passed++
 		}
 	}
 	fmt.Printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped)
-	if failed > 0 || passed == 0 {
-		os.Exit(1)
+	return failed == 0 && passed > 0
+}
+
+func (c testcase) failed() *failure {
+	if c.Failure != nil {
+		return c.Failure
 	}
+	return c.Error
+}
+
+// setupNode: Ginkgo's setup nodes ([BeforeSuite], [DeferCleanup (Suite)]) count only when they fail.
+func (c testcase) setupNode() bool {
+	return strings.HasPrefix(c.Name, "[") && !strings.HasPrefix(c.Name, "[It]")
 }
