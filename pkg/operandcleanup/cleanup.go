@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -29,7 +30,17 @@ func (r *Reconciler) reconcileDeleting(ctx context.Context, csv *v1alpha1.Cluste
 	}
 	if !csv.Spec.Cleanup.Enabled {
 		// Abort: the user opted out while the cleanup was pending. Operands already deleted stay deleted.
-		return ctrl.Result{}, r.finish(ctx, csv, "aborted", "operand cleanup aborted (spec.cleanup.enabled is false); remaining CRs are left in place")
+		return ctrl.Result{}, r.finish(ctx, csv, outcomeAborted, "operand cleanup aborted (spec.cleanup.enabled is false); remaining CRs are left in place")
+	}
+	// Deleting an upgrade target while the CSV it replaces still runs is not an uninstall (invariant 2).
+	prev, err := installedPredecessor(ctx, r.live, csv)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if prev != nil {
+		return ctrl.Result{}, r.finish(ctx, csv, outcomeSkipped, fmt.Sprintf(
+			"operand cleanup skipped: the CSV this one replaces, %s, is still installed and keeps serving the operands (its spec.cleanup.enabled is %t)",
+			prev.Name, prev.Spec.Cleanup.Enabled))
 	}
 	// Whatever OLM has not deleted yet (it races with us right after the deletion) is held now.
 	if err := r.holdRBAC(ctx, key); err != nil {
@@ -101,11 +112,19 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 	}
 	lists, listed := pendingLists(pending, r.opts.MaxPendingListed)
 	msg := waitingMessage(len(pending), listed, p.notes)
+	reason := ReasonWaitingOnCleanup
+	if gone, err := r.operatorGone(ctx, csv); err != nil {
+		return ctrl.Result{}, err
+	} else if gone != "" {
+		// Nothing will remove the operands' finalizers: say so where users look (invariant 5).
+		reason, msg = ReasonOperatorGone, operatorGoneMessage(gone, len(pending), listed)
+		r.warnOperatorGone(ctx, csv, st, msg)
+	}
 	// The stall clock first (it may resume from the status a previous run wrote), then the status, which
 	// persists it.
 	next := min(r.opts.ResyncInterval, r.checkStall(ctx, csv, st, pending))
 	progress := metav1.NewTime(st.stallSince.Truncate(time.Second))
-	wait, serr := r.writeStatus(ctx, csv, st, msg, lists, &progress)
+	wait, serr := r.writeStatus(ctx, csv, st, reason, msg, lists, &progress)
 	if serr != nil && err == nil {
 		err = serr
 	}
@@ -127,9 +146,15 @@ func needsDelete(ops []operand) bool {
 	return false
 }
 
-// planFor returns the CSV's plan, reusing a recent one when the inputs did not change.
+// planFor returns the CSV's plan, reusing a recent one when the inputs did not change. force rebuilds it
+// from the API server alone (right before deleting); otherwise OperatorGroups and other CSVs come from
+// the cache.
 func (r *Reconciler) planFor(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, force bool) (*plan, error) {
-	t, err := resolveTargets(ctx, r.cache, csv)
+	var reader client.Reader = r.cache
+	if force {
+		reader = r.live
+	}
+	t, err := resolveTargets(ctx, reader, csv)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +162,7 @@ func (r *Reconciler) planFor(ctx context.Context, csv *v1alpha1.ClusterServiceVe
 	if !force && st.plan != nil && st.planKey == pk && r.opts.Now().Before(st.planExpires) {
 		return st.plan, nil
 	}
-	p, err := buildPlan(ctx, r.live, csv, t)
+	p, err := buildPlan(ctx, r.live, reader, csv, t)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +188,9 @@ func (r *Reconciler) verifyLive(ctx context.Context, cached *v1alpha1.ClusterSer
 	if err != nil || len(succ) > 0 {
 		return nil, false, err
 	}
+	if prev, err := installedPredecessor(ctx, r.live, live); err != nil || prev != nil {
+		return nil, false, err
+	}
 	fresh, err := r.planFor(ctx, live, &csvState{}, true)
 	if err != nil {
 		var blocked *errNoTargets
@@ -178,7 +206,7 @@ func (r *Reconciler) verifyLive(ctx context.Context, cached *v1alpha1.ClusterSer
 }
 
 func samePlan(a, b *plan) bool {
-	if a.targets.all != b.targets.all || strings.Join(a.targets.namespaces, ",") != strings.Join(b.targets.namespaces, ",") || len(a.types) != len(b.types) {
+	if a.targets.all != b.targets.all || strings.Join(a.targets.namespaces, ",") != strings.Join(b.targets.namespaces, ",") || len(a.types) != len(b.types) || a.exclusionKey() != b.exclusionKey() {
 		return false
 	}
 	for gk, ns := range a.allowed {
@@ -197,7 +225,7 @@ func (r *Reconciler) reportBlocked(ctx context.Context, csv *v1alpha1.ClusterSer
 		st.lastBlocked = msg
 		r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, EventReasonBlocked, "Cleanup", "%s", msg)
 	}
-	wait, err := r.writeStatus(ctx, csv, st, msg, nil, nil)
+	wait, err := r.writeStatus(ctx, csv, st, ReasonWaitingOnCleanup, msg, nil, nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -208,10 +236,24 @@ func (r *Reconciler) reportBlocked(ctx context.Context, csv *v1alpha1.ClusterSer
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
-// finish ends a cleanup (completed or aborted): release the operator's cluster RBAC (OLM's pending
-// deletion of it then completes), then the CSV finalizer.
-func (r *Reconciler) finish(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, result, note string) error {
+// Outcomes of a cleanup, for finish.
+const (
+	outcomeCompleted = "completed"
+	outcomeAborted   = "aborted"
+	outcomeSkipped   = "skipped"
+)
+
+// finish ends a cleanup (completed, aborted or skipped): the status says so first (invariant 5: it never
+// keeps describing a cleanup that is over), then the operator's RBAC is released (OLM's pending deletion
+// of it completes), then the CSV finalizer goes.
+func (r *Reconciler) finish(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, outcome, note string) error {
 	key := keyOf(csv)
+	reason := map[string]v1alpha1.ConditionReason{outcomeCompleted: ReasonCleanupCompleted, outcomeAborted: ReasonCleanupAborted, outcomeSkipped: ReasonCleanupSkipped}[outcome]
+	if isDeleting(csv) {
+		if err := r.writeFinalStatus(ctx, csv, reason, note); err != nil {
+			return err
+		}
+	}
 	if err := r.releaseRBAC(ctx, key); err != nil {
 		return err
 	}
@@ -219,9 +261,9 @@ func (r *Reconciler) finish(ctx context.Context, csv *v1alpha1.ClusterServiceVer
 		return err
 	}
 	if ts := csv.GetDeletionTimestamp(); ts != nil {
-		metricDuration.WithLabelValues(result).Observe(r.opts.Now().Sub(ts.Time).Seconds())
+		metricDuration.WithLabelValues(outcome).Observe(r.opts.Now().Sub(ts.Time).Seconds())
 	}
-	r.recorder.Eventf(csv, nil, corev1.EventTypeNormal, map[string]string{"completed": EventReasonCompleted, "aborted": EventReasonAborted}[result], "Cleanup", "%s", note)
+	r.recorder.Eventf(csv, nil, corev1.EventTypeNormal, string(reason), "Cleanup", "%s", note)
 	log.FromContext(ctx).Info(note)
 	r.forget(key)
 	return nil

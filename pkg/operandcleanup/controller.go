@@ -52,6 +52,11 @@ type csvState struct {
 
 	lastStatusWrite time.Time
 	lastBlocked     string
+
+	// operator liveness (operator.go): last check, its answer, the last OperatorGone warning emitted.
+	operatorCheckedAt time.Time
+	operatorGone      string
+	lastGoneWarning   string
 }
 
 // New returns the controller for mgr. Call SetupWithManager before starting the manager.
@@ -82,7 +87,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	if err := idx.IndexField(ctx, &v1alpha1.ClusterServiceVersion{}, replacesField, indexReplaces); err != nil {
 		return fmt.Errorf("indexing %s: %w", replacesField, err)
 	}
-	for _, obj := range []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} {
+	rbacKinds := []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
+	for _, obj := range rbacKinds {
 		if err := idx.IndexField(ctx, obj, rbacOwnerField, olmOwnerKey); err != nil {
 			return err
 		}
@@ -90,15 +96,18 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 			return err
 		}
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.ClusterServiceVersion{}, builder.WithPredicates(csvChanged())).
-		// A new (or removed) successor re-evaluates the CSV it replaces.
+		// A new (or removed) successor re-evaluates the CSV it replaces, and a predecessor's changes its
+		// successors (e.g. the predecessor's removal makes a successor the whole installation).
 		Watches(&v1alpha1.ClusterServiceVersion{}, handler.EnqueueRequestsFromMapFunc(mapToReplaced)).
-		Watches(&operatorsv1.OperatorGroup{}, handler.EnqueueRequestsFromMapFunc(r.mapOperatorGroup)).
-		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant())).
-		Watches(&rbacv1.ClusterRoleBinding{}, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant())).
-		WatchesRawSource(source.Channel(r.sweep, handler.EnqueueRequestsFromMapFunc(mapRBAC))).
+		Watches(&v1alpha1.ClusterServiceVersion{}, handler.EnqueueRequestsFromMapFunc(r.mapToSuccessors)).
+		Watches(&operatorsv1.OperatorGroup{}, handler.EnqueueRequestsFromMapFunc(r.mapOperatorGroup))
+	for _, obj := range rbacKinds {
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant()))
+	}
+	c, err := b.WatchesRawSource(source.Channel(r.sweep, handler.EnqueueRequestsFromMapFunc(mapRBAC))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Build(r)
 	if err != nil {

@@ -21,15 +21,13 @@ func isCopied(csv *v1alpha1.ClusterServiceVersion) bool {
 	return csv.Status.Reason == v1alpha1.CSVReasonCopied
 }
 
-// isReplacedByPhase reports whether OLM has marked the CSV as being replaced by an upgrade.
+// isReplacedByPhase reports whether OLM has decided to delete the CSV as a step of an upgrade: phase
+// Deleting with reason Replaced (its successor succeeded). Such a deletion is never an uninstall, even if
+// the successor has vanished since. Phase Replacing alone is not enough: OLM leaves a CSV in Replacing
+// when its successor is deleted (operator.go: "marked as replacement, but no replacement CSV found"),
+// and that CSV is then the whole installation again, with the user's opt-in.
 func isReplacedByPhase(csv *v1alpha1.ClusterServiceVersion) bool {
-	switch csv.Status.Phase {
-	case v1alpha1.CSVPhaseReplacing:
-		return true
-	case v1alpha1.CSVPhaseDeleting:
-		return csv.Status.Reason == v1alpha1.CSVReasonBeingReplaced || csv.Status.Reason == v1alpha1.CSVReasonReplaced
-	}
-	return csv.Status.Reason == v1alpha1.CSVReasonBeingReplaced || csv.Status.Reason == v1alpha1.CSVReasonReplaced
+	return csv.Status.Phase == v1alpha1.CSVPhaseDeleting && csv.Status.Reason == v1alpha1.CSVReasonReplaced
 }
 
 func isDeleting(obj client.Object) bool { return !obj.GetDeletionTimestamp().IsZero() }

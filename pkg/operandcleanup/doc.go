@@ -18,9 +18,10 @@
 //     Missing targets (no annotation, no or several OperatorGroups) block the cleanup with a status
 //     message and a Warning event; an owned CRD that is not installed is skipped with a note.
 //   - Upgrades never clean up: a CSV with a successor (a CSV of its namespace with spec.replaces naming
-//     it) or in phase Replacing / reason BeingReplaced|Replaced loses the finalizer; when a successor is
-//     known, the successor gets spec.cleanup.enabled: true first and then the old CSV gets false. This
-//     also holds when the old CSV is already being deleted.
+//     it, accepted by OLM or not, even one being deleted) or that OLM deletes as replaced (phase Deleting,
+//     reason Replaced) loses the finalizer, and its successors get spec.cleanup.enabled: true when it
+//     has it. Its own spec.cleanup.enabled is never changed. A successor deleted while the CSV it
+//     replaces is still installed is not an uninstall either (status CleanupSkipped).
 //   - OLM (≥0.27) deletes a CSV's cluster RBAC (olm.owner* labels) as soon as the CSV is deleted, while
 //     the operator still needs it for its finalizers. While cleanup is enabled (and the CSV is not being
 //     replaced) this controller puts RBACFinalizer on the ClusterRoles/ClusterRoleBindings OLM made for
@@ -38,6 +39,33 @@
 //     successors, targets and owned/required CRDs are re-read from the API server; each object is
 //     re-checked against that plan. The finalizer is removed only after an uncached list confirms that
 //     no operand is left.
+//
+// # Safety invariants
+//
+// Every one is checked by the randomized lifecycle test (lifecycle_test.go), which records every operand
+// deletion and fails on any the invariants forbid.
+//
+//  1. An operand is deleted only by a cleanup pass of a CSV X that, read from the API server right before
+//     the pass, exists with the same UID, is being deleted, carries Finalizer, has spec.cleanup.enabled
+//     true, is not an OLM copy, has no successor and is not deleted by OLM as replaced; the operand's type
+//     is owned and not required by X, its namespace is one of X's targets (cluster-scoped only for a global
+//     X), and it is the very object listed (UID precondition).
+//  2. X is the whole installation: the CSV X replaces (spec.replaces) does not exist any more or is being
+//     deleted. Otherwise deleting X is an aborted upgrade, not an uninstall: nothing is deleted.
+//  3. No other installation serves the operand: no other CSV anywhere (not copied, not being deleted) owns
+//     its CRD with the operand's namespace among its targets (for cluster-scoped types: owns it at all).
+//     Such operands are left in place and named in the status message.
+//  4. An opt-in is never lost: the controller never sets spec.cleanup.enabled to false; it copies true to
+//     successors, and a CSV whose successor vanished keeps the user's value.
+//  5. A cleanup that cannot finish says why in the CSV's status (phase Cleanup with WaitingOnCleanup and
+//     the pending list, OperatorGone when the operator's Deployment or namespace is going, or a blocked
+//     message), and one that is over says so (phase Deleting, reason CleanupCompleted, CleanupAborted or
+//     CleanupSkipped) before the finalizer goes.
+//  6. RBAC is held only for a CSV that, read live, still wants it (invariant 1's CSV conditions minus the
+//     deletion): a reconcile working from a stale cache never holds the RBAC of a finished cleanup again.
+//
+// The one window left: between the live re-verification and the Delete calls of a pass (milliseconds), a
+// new successor or installation can appear; the pass still deletes what it verified.
 //
 // # Decisions where the enhancement and the operator-framework/api types differ (the API wins)
 //

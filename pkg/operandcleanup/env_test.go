@@ -88,7 +88,7 @@ func startTestEnv() (*testEnv, error) {
 	}
 	e := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDs:                     []*apiextensionsv1.CustomResourceDefinition{crds.ClusterServiceVersion(), crds.OperatorGroup(), widgetKind.crd(), gadgetKind.crd(), clusterKind.crd(), sprocketKind.crd()},
+		CRDs:                     []*apiextensionsv1.CustomResourceDefinition{crds.ClusterServiceVersion(), crds.OperatorGroup(), widgetKind.crd(), gadgetKind.crd(), clusterKind.crd(), sprocketKind.crd(), lifecycleKind.crd()},
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		Scheme:                   NewScheme(),
 	}

@@ -83,6 +83,7 @@ func createCSVWithStatus(ns, name string, phase v1alpha1.ClusterServiceVersionPh
 	for _, o := range opts {
 		o(c)
 	}
+	ensureOperatorDeployment(ns)
 	Expect(tenv.admin.Create(ctx, c)).To(Succeed())
 	setPhase(c, phase, reason)
 	return c

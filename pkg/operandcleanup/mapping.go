@@ -41,6 +41,23 @@ func mapToReplaced(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: csv.Namespace, Name: csv.Spec.Replaces}}}
 }
 
+// mapToSuccessors enqueues the CSVs whose spec.replaces names obj (same namespace, from the cache index).
+func (r *Reconciler) mapToSuccessors(ctx context.Context, obj client.Object) []reconcile.Request {
+	csv, ok := obj.(*v1alpha1.ClusterServiceVersion)
+	if !ok || isCopied(csv) {
+		return nil
+	}
+	succ, err := successors(ctx, r.cache, csv, true)
+	if err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(succ))
+	for i := range succ {
+		out = append(out, reconcile.Request{NamespacedName: keyOf(&succ[i])})
+	}
+	return out
+}
+
 // mapOperatorGroup enqueues the CSVs of the namespace that wait on their target namespaces: an
 // OperatorGroup appearing or resolving its namespaces unblocks them.
 func (r *Reconciler) mapOperatorGroup(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -57,14 +74,14 @@ func (r *Reconciler) mapOperatorGroup(ctx context.Context, obj client.Object) []
 	return out
 }
 
-// rbacRelevant passes only OLM's cluster RBAC for CSVs and objects carrying RBACFinalizer.
+// rbacRelevant passes only RBAC OLM made for CSVs and objects carrying RBACFinalizer.
 func rbacRelevant() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		return len(olmOwnerKey(obj)) > 0 || len(heldKey(obj)) > 0
 	})
 }
 
-// mapRBAC enqueues the CSV OLM made a ClusterRole/Binding for (olm.owner* labels).
+// mapRBAC enqueues the CSV OLM made an RBAC object for (olm.owner* labels, olmOwnerKey).
 func mapRBAC(_ context.Context, obj client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	for _, k := range olmOwnerKey(obj) {

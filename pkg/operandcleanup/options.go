@@ -13,6 +13,11 @@ const (
 	// therefore the operator Deployment it owns, alive until every operand is gone.
 	Finalizer = "operatorframework.io/cleanup-apis"
 
+	// HandOverAnnotation is set (to the predecessor's name) on a successor together with
+	// spec.cleanup.enabled: true when an upgrade hands the opt-in over. It is handed over once: a value the
+	// user sets on the successor afterwards is theirs.
+	HandOverAnnotation = "operatorframework.io/cleanup-handed-over-from"
+
 	// StallTimeoutAnnotation on a CSV overrides Options.StallTimeout for that CSV (a Go duration, e.g. "30s").
 	StallTimeoutAnnotation = "operatorframework.io/cleanup-stall-timeout"
 
@@ -29,12 +34,27 @@ const (
 	// ReasonWaitingOnCleanup is the API's constant ("WaitingOnCleanup"), not the enhancement's "CleanupWaiting".
 	ReasonWaitingOnCleanup = v1alpha1.CSVReasonWaitingForCleanupToComplete
 
-	// Event reasons (on the CSV).
-	EventReasonStalled   = "CleanupStalled"
-	EventReasonBlocked   = "CleanupBlocked"
-	EventReasonCompleted = "CleanupCompleted"
-	EventReasonAborted   = "CleanupAborted"
-	EventReasonUpgrade   = "CleanupSkippedForUpgrade"
+	// ReasonOperatorGone (phase Cleanup) says the operator that must remove the operands' finalizers is
+	// not running any more (e.g. its namespace is terminating): the cleanup cannot finish by itself.
+	ReasonOperatorGone v1alpha1.ConditionReason = "OperatorGone"
+
+	// Final states, written (phase PhaseCleanupOver) before the CSV finalizer is removed, so that a CSV
+	// held by another finalizer never shows a cleanup that is over as still waiting.
+	PhaseCleanupOver       = v1alpha1.CSVPhaseDeleting
+	ReasonCleanupCompleted v1alpha1.ConditionReason = "CleanupCompleted"
+	ReasonCleanupAborted   v1alpha1.ConditionReason = "CleanupAborted"
+	// ReasonCleanupSkipped: deleting this CSV was not an uninstall (another CSV of the installation, the
+	// one it replaces, is still installed).
+	ReasonCleanupSkipped v1alpha1.ConditionReason = "CleanupSkipped"
+
+	// Event reasons (on the CSV; on its Namespace when the CSV's namespace is terminating).
+	EventReasonStalled      = "CleanupStalled"
+	EventReasonBlocked      = "CleanupBlocked"
+	EventReasonCompleted    = string(ReasonCleanupCompleted)
+	EventReasonAborted      = string(ReasonCleanupAborted)
+	EventReasonSkipped      = string(ReasonCleanupSkipped)
+	EventReasonOperatorGone = string(ReasonOperatorGone)
+	EventReasonUpgrade      = "CleanupSkippedForUpgrade"
 
 	// ControllerName names the controller, its event recorder and its field manager.
 	ControllerName = "operand-cleanup"

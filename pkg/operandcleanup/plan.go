@@ -29,14 +29,21 @@ type plan struct {
 	notes []string
 	// allowed maps every cleanable GroupKind to whether it is namespaced.
 	allowed map[schema.GroupKind]bool
+	// excluded holds, per GroupKind, the namespaces another installation also serves (sharedOperands):
+	// never deleted by this plan.
+	excluded map[schema.GroupKind]*exclusion
 }
 
 // allows re-verifies one object right before it is deleted: its type must be owned (and not required)
-// by the CSV and its namespace must be a target (cluster-scoped objects only for global operators).
+// by the CSV, its namespace must be a target (cluster-scoped objects only for global operators) and no
+// other installation may serve that type there.
 func (p *plan) allows(gk schema.GroupKind, namespace string) error {
 	namespaced, ok := p.allowed[gk]
 	if !ok {
 		return fmt.Errorf("%s is not an owned, non-required type of this CSV", gk)
+	}
+	if ex := p.excluded[gk]; ex.covers(namespace) {
+		return fmt.Errorf("%s in %q is also served by CSV %s", gk, namespace, joinCapped(keys(ex.by)))
 	}
 	if !namespaced {
 		if namespace != "" || !p.targets.all {
@@ -63,8 +70,9 @@ func requiredKeys(csv *v1alpha1.ClusterServiceVersion) (map[string]bool, map[sch
 }
 
 // buildPlan resolves the CSV's owned CRDs from the live CRD objects (uncached: CRDs are large and only
-// needed during a cleanup) and pairs them with the target namespaces.
-func buildPlan(ctx context.Context, live client.Reader, csv *v1alpha1.ClusterServiceVersion, t targets) (*plan, error) {
+// needed during a cleanup), pairs them with the target namespaces and leaves out what other installations
+// (listed through csvs: the cache, or the API server right before deleting) also serve.
+func buildPlan(ctx context.Context, live, csvs client.Reader, csv *v1alpha1.ClusterServiceVersion, t targets) (*plan, error) {
 	p := &plan{targets: t, allowed: map[schema.GroupKind]bool{}}
 	reqNames, reqGKs := requiredKeys(csv)
 	var missing, notServed, required, clusterScoped []string
@@ -117,6 +125,10 @@ func buildPlan(ctx context.Context, live client.Reader, csv *v1alpha1.ClusterSer
 	if len(clusterScoped) > 0 {
 		p.notes = append(p.notes, "cluster-scoped owned CRDs skipped (operator is not global): "+joinCapped(clusterScoped))
 	}
+	if err := sharedOperands(ctx, csvs, csv, p); err != nil {
+		return nil, err
+	}
+	p.notes = append(p.notes, p.exclusionNotes()...)
 	return p, nil
 }
 

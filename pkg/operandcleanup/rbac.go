@@ -2,11 +2,15 @@ package operandcleanup
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -14,10 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// The operator's cluster RBAC is kept alive during a cleanup by holding OLM's own objects with
-// RBACFinalizer, never by creating or changing any RBAC: the only writes are merge patches of
-// metadata.finalizers (which the API server exempts from its RBAC escalation checks), so the controller
-// needs neither "escalate" nor "bind" nor "create" on RBAC.
+// The operator's RBAC is kept alive during a cleanup by holding OLM's own objects with RBACFinalizer, never
+// by creating or changing any RBAC: the only writes are finalizer-only patches (which the API server
+// exempts from its RBAC escalation checks), so the controller needs neither "escalate" nor "bind" nor
+// "create" on RBAC. Held: the ClusterRoles/Bindings OLM deletes as soon as the CSV is deleted, and the
+// Roles/RoleBindings of the operator's namespace and of its target namespaces (OLM copies them there),
+// which the namespace controller deletes when such a namespace is deleted during the cleanup.
 
 // Field indexes on the cached ClusterRoles/ClusterRoleBindings.
 const (
@@ -30,10 +36,15 @@ const (
 )
 
 // olmOwnerKey is the rbacOwnerField indexer: the CSV OLM's labels name, namespace and name both required.
+// A Role/RoleBinding OLM copied into a target namespace names the copied CSV there (same name) and
+// carries olm.copiedFrom=<operator namespace>: it belongs to the CSV of the operator namespace.
 func olmOwnerKey(obj client.Object) []string {
 	l := obj.GetLabels()
 	if l[olmOwnerKindLabel] != olmOwnerKindCSV || l[olmOwnerLabel] == "" || l[olmOwnerNamespaceLabel] == "" {
 		return nil
+	}
+	if from := l[v1alpha1.CopiedLabelKey]; from != "" && obj.GetNamespace() != "" {
+		return []string{from + "/" + l[olmOwnerLabel]}
 	}
 	return []string{l[olmOwnerNamespaceLabel] + "/" + l[olmOwnerLabel]}
 }
@@ -53,43 +64,57 @@ func madeFor(obj client.Object, key types.NamespacedName) bool {
 	return len(k) == 1 && k[0] == key.String()
 }
 
-// clusterRBACOf returns the cached ClusterRoleBindings and ClusterRoles OLM made for the CSV: its
-// clusterPermissions and, for AllNamespaces operators, the ClusterRoles/Bindings OLM lifts from the
-// namespaced permissions (they copy the Roles' olm.owner* labels).
-func (r *Reconciler) clusterRBACOf(ctx context.Context, key types.NamespacedName) ([]client.Object, error) {
+// rbacOf returns the cached RBAC OLM made for the CSV: ClusterRoles/Bindings (its clusterPermissions and,
+// for AllNamespaces operators, those OLM lifts from the namespaced permissions) and Roles/RoleBindings
+// (its permissions, in its namespace and copied into its target namespaces).
+func (r *Reconciler) rbacOf(ctx context.Context, key types.NamespacedName) ([]client.Object, error) {
 	return r.listRBAC(ctx, client.MatchingFields{rbacOwnerField: key.String()})
 }
 
+// rbacLists are the kinds of RBAC objects the controller may hold.
+func rbacLists() []client.ObjectList {
+	return []client.ObjectList{&rbacv1.ClusterRoleBindingList{}, &rbacv1.ClusterRoleList{}, &rbacv1.RoleBindingList{}, &rbacv1.RoleList{}}
+}
+
 func (r *Reconciler) listRBAC(ctx context.Context, opts ...client.ListOption) ([]client.Object, error) {
-	var roles rbacv1.ClusterRoleList
-	var bindings rbacv1.ClusterRoleBindingList
-	if err := r.cache.List(ctx, &bindings, opts...); err != nil {
-		return nil, err
-	}
-	if err := r.cache.List(ctx, &roles, opts...); err != nil {
-		return nil, err
-	}
-	out := make([]client.Object, 0, len(roles.Items)+len(bindings.Items))
-	for i := range bindings.Items {
-		out = append(out, &bindings.Items[i])
-	}
-	for i := range roles.Items {
-		out = append(out, &roles.Items[i])
+	var out []client.Object
+	for _, l := range rbacLists() {
+		if err := r.cache.List(ctx, l, opts...); err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			out = append(out, it.(client.Object))
+		}
 	}
 	return out, nil
 }
 
-// holdRBAC puts RBACFinalizer on the CSV's OLM-made cluster RBAC that is not being deleted yet (the API
-// server refuses new finalizers on objects being deleted: whatever OLM already deleted is beyond reach).
+// holdRBAC puts RBACFinalizer on the CSV's OLM-made RBAC that is not being deleted yet (the API server
+// refuses new finalizers on objects being deleted: whatever was already deleted is beyond reach). The
+// decision to hold is made from the live CSV (invariant 6), never from the cache alone: a reconcile
+// working from a stale CSV right after a cleanup ended must not hold its RBAC again.
 func (r *Reconciler) holdRBAC(ctx context.Context, key types.NamespacedName) error {
-	objs, err := r.clusterRBACOf(ctx, key)
+	objs, err := r.rbacOf(ctx, key)
 	if err != nil {
 		return err
 	}
+	var todo []client.Object
 	for _, o := range objs {
-		if isDeleting(o) || controllerutil.ContainsFinalizer(o, RBACFinalizer) || !madeFor(o, key) {
-			continue
+		if !isDeleting(o) && !controllerutil.ContainsFinalizer(o, RBACFinalizer) && madeFor(o, key) {
+			todo = append(todo, o)
 		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if ok, err := r.wantsRBACHold(ctx, key); err != nil || !ok {
+		return err
+	}
+	for _, o := range todo {
 		if err := r.patchRBACFinalizer(ctx, o, true); err != nil {
 			return err
 		}
@@ -97,10 +122,25 @@ func (r *Reconciler) holdRBAC(ctx context.Context, key types.NamespacedName) err
 	return nil
 }
 
-// releaseRBAC removes RBACFinalizer from the CSV's OLM-made cluster RBAC. Objects OLM already deleted
-// then go away; the others stay OLM's as before.
+// wantsRBACHold reads the CSV from the API server: its RBAC is held only while it exists, is the
+// installation (not a copy, not replaced, no successor), has cleanup enabled and still carries the
+// cleanup finalizer (a finished cleanup removed it).
+func (r *Reconciler) wantsRBACHold(ctx context.Context, key types.NamespacedName) (bool, error) {
+	live := &v1alpha1.ClusterServiceVersion{}
+	if err := r.live.Get(ctx, key, live); err != nil {
+		return false, client404(err, "reading CSV "+key.String())
+	}
+	if isCopied(live) || !live.Spec.Cleanup.Enabled || !hasFinalizer(live) || isReplacedByPhase(live) {
+		return false, nil
+	}
+	succ, err := successors(ctx, r.live, live, false)
+	return len(succ) == 0, err
+}
+
+// releaseRBAC removes RBACFinalizer from the CSV's OLM-made RBAC. Objects already deleted then go away;
+// the others stay OLM's as before.
 func (r *Reconciler) releaseRBAC(ctx context.Context, key types.NamespacedName) error {
-	objs, err := r.clusterRBACOf(ctx, key)
+	objs, err := r.rbacOf(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -114,27 +154,37 @@ func (r *Reconciler) releaseRBAC(ctx context.Context, key types.NamespacedName) 
 	return nil
 }
 
-// patchRBACFinalizer adds or removes RBACFinalizer with a merge patch of metadata.finalizers guarded by
-// the resourceVersion: nothing else of the object is ever sent.
+// patchRBACFinalizer adds or removes RBACFinalizer with a strategic merge patch of metadata.finalizers
+// alone (a merge into the list, or a $deleteFromPrimitiveList directive) and no resourceVersion: the API
+// server applies it to the current object, so only the finalizers differ and its RBAC escalation check
+// does not apply. A patch carrying a stale resourceVersion is judged against the object it read and is
+// refused as "attempting to grant RBAC permissions not currently held" (../shared/notes).
 func (r *Reconciler) patchRBACFinalizer(ctx context.Context, obj client.Object, hold bool) error {
-	updated := obj.DeepCopyObject().(client.Object)
+	directive := "$deleteFromPrimitiveList/finalizers"
 	if hold {
-		controllerutil.AddFinalizer(updated, RBACFinalizer)
-	} else {
-		controllerutil.RemoveFinalizer(updated, RBACFinalizer)
+		directive = "finalizers"
 	}
-	err := r.client.Patch(ctx, updated, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{directive: []string{RBACFinalizer}}})
 	if err != nil {
+		return err
+	}
+	target := obj.DeepCopyObject().(client.Object)
+	err = r.client.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, data))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case hold && err != nil && isDeleting(obj) || hold && apierrors.IsForbidden(err) && strings.Contains(err.Error(), "being deleted"):
+		// Deleted meanwhile: no finalizer can be added any more, nothing to hold.
+		log.FromContext(ctx).V(1).Info("RBAC already being deleted, not held", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
+		return nil
+	case err != nil:
 		verb := "releasing"
 		if hold {
 			verb = "holding"
 		}
-		return fmt.Errorf("%s %T %s: %w", verb, obj, obj.GetName(), err)
+		return fmt.Errorf("%s %T %s: %w", verb, obj, client.ObjectKeyFromObject(obj), err)
 	}
-	log.FromContext(ctx).V(1).Info("cluster RBAC finalizer", "hold", hold, "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
+	log.FromContext(ctx).V(1).Info("RBAC finalizer", "hold", hold, "kind", fmt.Sprintf("%T", obj), "name", client.ObjectKeyFromObject(obj).String())
 	return nil
 }
 

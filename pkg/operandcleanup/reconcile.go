@@ -9,6 +9,7 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,40 +104,39 @@ func (r *Reconciler) reconcileActive(ctx context.Context, csv *v1alpha1.ClusterS
 	return r.holdRBAC(ctx, key)
 }
 
-// reconcileReplaced hands cleanup over to the successor(s) of an upgrade: they get spec.cleanup.enabled
-// first, then this CSV loses the finalizer and (when a successor is known) its own opt-in, so OLM's
-// deletion of the old CSV never triggers a cleanup. With no successor visible (only the phase says it is
-// being replaced) the opt-in is kept so it can still be handed over when the successor shows up.
+// reconcileReplaced handles a CSV an upgrade replaces (a successor exists, or OLM is deleting it as
+// replaced): the successors get spec.cleanup.enabled when this CSV has it, and this CSV loses the
+// finalizer (and its hold on RBAC), so OLM's deletion of it never triggers a cleanup. Its own
+// spec.cleanup.enabled is left as the user set it (invariant 4): if the successor vanishes, this CSV is
+// the installation again and the opt-in still applies; a re-created successor inherits it again.
 func (r *Reconciler) reconcileReplaced(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, succ []v1alpha1.ClusterServiceVersion) error {
 	key := keyOf(csv)
 	var handedTo []string
 	if csv.Spec.Cleanup.Enabled {
 		for i := range succ {
 			s := &succ[i]
-			handedTo = append(handedTo, s.Name)
-			if s.Spec.Cleanup.Enabled {
-				continue
+			if s.Spec.Cleanup.Enabled || isDeleting(s) || s.GetAnnotations()[HandOverAnnotation] != "" {
+				continue // already opted in, going away, or handed over before (the user may have changed it since)
 			}
-			if err := r.patchCSV(ctx, s, func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = true }); err != nil {
+			if err := r.patchCSV(ctx, s, func(c *v1alpha1.ClusterServiceVersion) {
+				c.Spec.Cleanup.Enabled = true
+				metav1.SetMetaDataAnnotation(&c.ObjectMeta, HandOverAnnotation, csv.Name)
+			}); err != nil {
 				return fmt.Errorf("propagating spec.cleanup.enabled to successor %s: %w", s.Name, err)
 			}
+			handedTo = append(handedTo, s.Name)
 		}
 	}
-	changed := hasFinalizer(csv) || (len(succ) > 0 && csv.Spec.Cleanup.Enabled)
+	held := hasFinalizer(csv)
 	// OLM must be able to delete the replaced CSV's cluster RBAC: release it before anything else.
 	if err := r.releaseRBAC(ctx, key); err != nil {
 		return err
 	}
-	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) {
-		controllerutil.RemoveFinalizer(c, Finalizer)
-		if len(succ) > 0 {
-			c.Spec.Cleanup.Enabled = false
-		}
-	}); err != nil {
+	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) }); err != nil {
 		return err
 	}
-	if changed {
-		note := "CSV is being replaced by an upgrade: operand cleanup disabled for it"
+	if held || len(handedTo) > 0 {
+		note := "CSV is being replaced by an upgrade: no operand cleanup when it is deleted"
 		if len(handedTo) > 0 {
 			note += "; spec.cleanup.enabled handed over to " + strings.Join(handedTo, ", ")
 		}
@@ -163,5 +163,6 @@ func (r *Reconciler) patchCSV(ctx context.Context, csv *v1alpha1.ClusterServiceV
 }
 
 func equalSpecMeta(a, b *v1alpha1.ClusterServiceVersion) bool {
-	return a.Spec.Cleanup == b.Spec.Cleanup && strings.Join(a.Finalizers, "\x00") == strings.Join(b.Finalizers, "\x00")
+	return a.Spec.Cleanup == b.Spec.Cleanup && strings.Join(a.Finalizers, "\x00") == strings.Join(b.Finalizers, "\x00") &&
+		a.GetAnnotations()[HandOverAnnotation] == b.GetAnnotations()[HandOverAnnotation]
 }

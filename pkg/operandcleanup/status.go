@@ -57,20 +57,20 @@ func waitingMessage(total, listed int, notes []string) string {
 // progress, when set, is the stall clock (the last time the pending count decreased, or the start of
 // the cleanup): it is kept in that latest entry's lastTransitionTime, so that a restarted controller
 // resumes the clock (persistedProgress) instead of restarting it. nil keeps what is there.
-func withCleanupStatus(csv *v1alpha1.ClusterServiceVersion, msg string, lists []v1alpha1.ResourceList, now metav1.Time, progress *metav1.Time) *v1alpha1.ClusterServiceVersion {
+func withCleanupStatus(csv *v1alpha1.ClusterServiceVersion, reason v1alpha1.ConditionReason, msg string, lists []v1alpha1.ResourceList, now metav1.Time, progress *metav1.Time) *v1alpha1.ClusterServiceVersion {
 	out := csv.DeepCopy()
 	st := &out.Status
 	n := len(st.Conditions)
-	ours := n > 0 && st.Conditions[n-1].Phase == PhaseCleanup && st.Conditions[n-1].Reason == ReasonWaitingOnCleanup
+	ours := n > 0 && st.Conditions[n-1].Phase == PhaseCleanup && st.Conditions[n-1].Reason == reason
 	progressKept := progress == nil || (ours && st.Conditions[n-1].LastTransitionTime.Equal(progress))
-	if st.Phase == PhaseCleanup && st.Reason == ReasonWaitingOnCleanup && st.Message == msg &&
+	if st.Phase == PhaseCleanup && st.Reason == reason && st.Message == msg &&
 		equality.Semantic.DeepEqual(st.Cleanup.PendingDeletion, lists) && ours && progressKept {
 		return out
 	}
 	if st.Phase != PhaseCleanup {
 		st.LastTransitionTime = &now
 	}
-	st.Phase, st.Reason, st.Message, st.LastUpdateTime = PhaseCleanup, ReasonWaitingOnCleanup, msg, &now
+	st.Phase, st.Reason, st.Message, st.LastUpdateTime = PhaseCleanup, reason, msg, &now
 	st.Cleanup.PendingDeletion = lists
 	if !ours {
 		since := now
@@ -78,7 +78,7 @@ func withCleanupStatus(csv *v1alpha1.ClusterServiceVersion, msg string, lists []
 			since = *progress
 		}
 		st.Conditions = append(st.Conditions, v1alpha1.ClusterServiceVersionCondition{
-			Phase: PhaseCleanup, Reason: ReasonWaitingOnCleanup, Message: msg, LastUpdateTime: &now, LastTransitionTime: &since,
+			Phase: PhaseCleanup, Reason: reason, Message: msg, LastUpdateTime: &now, LastTransitionTime: &since,
 		})
 		out.TrimConditionsIfLimitExceeded()
 		return out
@@ -117,13 +117,13 @@ func persistedProgress(csv *v1alpha1.ClusterServiceVersion) (since time.Time, co
 // writeStatus patches the CSV status (merge patch of the changed status fields, optimistic lock on
 // resourceVersion) when it differs. Only the first write of a cleanup and phase changes are immediate;
 // later ones are spaced by StatusUpdateInterval. It returns when the next write is allowed if it skipped.
-func (r *Reconciler) writeStatus(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, msg string, lists []v1alpha1.ResourceList, progress *metav1.Time) (time.Duration, error) {
+func (r *Reconciler) writeStatus(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, reason v1alpha1.ConditionReason, msg string, lists []v1alpha1.ResourceList, progress *metav1.Time) (time.Duration, error) {
 	now := r.opts.Now()
-	updated := withCleanupStatus(csv, msg, lists, metav1.NewTime(now), progress)
+	updated := withCleanupStatus(csv, reason, msg, lists, metav1.NewTime(now), progress)
 	if equality.Semantic.DeepEqual(updated.Status, csv.Status) {
 		return 0, nil
 	}
-	if csv.Status.Phase == PhaseCleanup && !st.lastStatusWrite.IsZero() {
+	if csv.Status.Phase == PhaseCleanup && csv.Status.Reason == reason && !st.lastStatusWrite.IsZero() {
 		if wait := st.lastStatusWrite.Add(r.opts.StatusUpdateInterval).Sub(now); wait > 0 {
 			return wait, nil
 		}
@@ -134,4 +134,23 @@ func (r *Reconciler) writeStatus(ctx context.Context, csv *v1alpha1.ClusterServi
 	}
 	st.lastStatusWrite = now
 	return 0, nil
+}
+
+// writeFinalStatus records how a cleanup ended (phase PhaseCleanupOver, the outcome's reason, no pending
+// list) with the API's SetPhase semantics, so that a CSV still held by another finalizer afterwards shows
+// the present, not the last pending count. Written at once (no StatusUpdateInterval spacing).
+func (r *Reconciler) writeFinalStatus(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, reason v1alpha1.ConditionReason, msg string) error {
+	st := &csv.Status
+	if st.Phase == PhaseCleanupOver && st.Reason == reason && st.Message == msg && len(st.Cleanup.PendingDeletion) == 0 {
+		return nil
+	}
+	updated := csv.DeepCopy()
+	now := metav1.NewTime(r.opts.Now())
+	updated.SetPhase(PhaseCleanupOver, reason, msg, &now)
+	updated.Status.Cleanup.PendingDeletion = nil
+	if err := r.client.Status().Patch(ctx, updated, client.MergeFromWithOptions(csv, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching final status (%s): %w", reason, err)
+	}
+	*csv = *updated
+	return nil
 }

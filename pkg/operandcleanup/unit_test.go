@@ -72,18 +72,18 @@ func TestWithCleanupStatusConditions(t *testing.T) {
 	now := metav1.NewTime(time.Unix(1000, 0))
 	csv := &v1alpha1.ClusterServiceVersion{}
 	csv.SetPhase(v1alpha1.CSVPhaseSucceeded, v1alpha1.CSVReasonInstallSuccessful, "ok", &now)
-	a := withCleanupStatus(csv, "m1", nil, now, nil)
+	a := withCleanupStatus(csv, ReasonWaitingOnCleanup, "m1", nil, now, nil)
 	if len(a.Status.Conditions) != 2 || a.Status.Phase != PhaseCleanup || a.Status.Reason != "WaitingOnCleanup" {
 		t.Fatalf("first: %+v", a.Status)
 	}
-	b := withCleanupStatus(a, "m2", nil, now, nil)
+	b := withCleanupStatus(a, ReasonWaitingOnCleanup, "m2", nil, now, nil)
 	if len(b.Status.Conditions) != 2 || b.Status.Conditions[1].Message != "m2" {
 		t.Fatalf("message change: %+v", b.Status.Conditions)
 	}
 	for i := 0; i < 30; i++ {
 		csv.SetPhase(v1alpha1.ClusterServiceVersionPhase("P"+string(rune('a'+i%26))), "R", "x", &now)
 	}
-	if c := withCleanupStatus(csv, "m", nil, now, nil); len(c.Status.Conditions) > v1alpha1.ConditionsLengthLimit {
+	if c := withCleanupStatus(csv, ReasonWaitingOnCleanup, "m", nil, now, nil); len(c.Status.Conditions) > v1alpha1.ConditionsLengthLimit {
 		t.Fatalf("conditions not trimmed: %d", len(c.Status.Conditions))
 	}
 }
@@ -95,26 +95,26 @@ func TestStallClockPersistedInStatus(t *testing.T) {
 	if _, _, ok := persistedProgress(csv); ok {
 		t.Fatal("nothing to resume before the cleanup reported")
 	}
-	a := withCleanupStatus(csv, waitingMessage(3, 3, nil), nil, t0, &t0)
+	a := withCleanupStatus(csv, ReasonWaitingOnCleanup, waitingMessage(3, 3, nil), nil, t0, &t0)
 	since, n, ok := persistedProgress(a)
 	if !ok || n != 3 || !since.Equal(t0.Time) {
 		t.Fatalf("after first write: %v %d %v", since, n, ok)
 	}
 	// More CRs (not progress): message changes, the clock stays.
-	b := withCleanupStatus(a, waitingMessage(4, 4, []string{"note"}), nil, t1, &t0)
+	b := withCleanupStatus(a, ReasonWaitingOnCleanup, waitingMessage(4, 4, []string{"note"}), nil, t1, &t0)
 	if since, n, ok := persistedProgress(b); !ok || n != 4 || !since.Equal(t0.Time) || !b.Status.LastUpdateTime.Equal(&t1) {
 		t.Fatalf("count up: %v %d %v", since, n, ok)
 	}
 	// Progress moves the clock; the phase's own lastTransitionTime does not move.
-	c := withCleanupStatus(b, waitingMessage(2, 2, nil), nil, t2, &t2)
+	c := withCleanupStatus(b, ReasonWaitingOnCleanup, waitingMessage(2, 2, nil), nil, t2, &t2)
 	if since, n, _ := persistedProgress(c); n != 2 || !since.Equal(t2.Time) || !c.Status.LastTransitionTime.Equal(&t0) || len(c.Status.Conditions) != 2 {
 		t.Fatalf("progress: %v %d %+v", since, n, c.Status)
 	}
 	// Unchanged input is no write; a blocked message is nothing to resume.
-	if d := withCleanupStatus(c, c.Status.Message, nil, t2, &t2); !equality.Semantic.DeepEqual(d.Status, c.Status) {
+	if d := withCleanupStatus(c, ReasonWaitingOnCleanup, c.Status.Message, nil, t2, &t2); !equality.Semantic.DeepEqual(d.Status, c.Status) {
 		t.Fatal("unchanged status must stay unchanged")
 	}
-	if _, _, ok := persistedProgress(withCleanupStatus(c, "operand cleanup blocked: x", nil, t2, nil)); ok {
+	if _, _, ok := persistedProgress(withCleanupStatus(c, ReasonWaitingOnCleanup, "operand cleanup blocked: x", nil, t2, nil)); ok {
 		t.Fatal("blocked status must not resume a clock")
 	}
 }

@@ -22,12 +22,12 @@ var _ = Describe("upgrades", func() {
 		Eventually(csvFinalizers(keyOf(v1))).Should(ContainElement(Finalizer))
 		widgets := createOperands(widgetKind, ns, "w", 3)
 
-		By("v2 appears: v2 inherits the opt-in, v1 loses finalizer and opt-in before OLM deletes it")
+		By("v2 appears: v2 inherits the opt-in, v1 loses the finalizer before OLM deletes it and keeps its opt-in")
 		v2 := createCSVWithStatus(ns, "op.v2", v1alpha1.CSVPhasePending, v1alpha1.CSVReasonRequirementsUnknown, append(opts, replaces("op.v1"))...)
 		Eventually(cleanupEnabledOf(keyOf(v2))).Should(BeTrue())
 		Eventually(csvFinalizers(keyOf(v2))).Should(ContainElement(Finalizer))
 		Eventually(csvFinalizers(keyOf(v1))).ShouldNot(ContainElement(Finalizer))
-		Expect(cleanupEnabledOf(keyOf(v1))()).To(BeFalse())
+		Expect(cleanupEnabledOf(keyOf(v1))()).To(BeTrue(), "the user's opt-in is never cleared")
 
 		By("OLM marks v1 Replacing, then Deleting, then deletes it")
 		setPhase(v1, v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced)
@@ -71,13 +71,13 @@ var _ = Describe("upgrades", func() {
 		releaseOperands(widgets...)
 	})
 
-	It("drops the finalizer when only the phase says the CSV is being replaced", func() {
+	It("never cleans up a CSV OLM deletes as replaced, even when its successor vanished meanwhile", func() {
 		ns := newNamespace("upgrade-phase")
 		v1 := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
 		Eventually(csvFinalizers(keyOf(v1))).Should(ContainElement(Finalizer))
 		widgets := createOperands(widgetKind, ns, "w", 2)
 
-		setPhase(v1, v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced)
+		setPhase(v1, v1alpha1.CSVPhaseDeleting, v1alpha1.CSVReasonReplaced)
 		Eventually(csvFinalizers(keyOf(v1))).ShouldNot(ContainElement(Finalizer))
 		Expect(cleanupEnabledOf(keyOf(v1))()).To(BeTrue(), "kept until a successor can inherit it")
 		deleteCSV(v1)

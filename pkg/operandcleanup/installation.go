@@ -1,0 +1,177 @@
+package operandcleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// An operator installation can be made of several CSVs at once: during an upgrade the predecessor keeps
+// running until its successor succeeds, and a successor exists before OLM accepts it. Deleting one of them
+// is not an uninstall while another is still installed (invariant 2 in doc.go).
+
+// unsafeIgnorePredecessor is a test hook: true makes the controller forget that a CSV whose predecessor is
+// still installed is not the whole installation (the bug the randomized lifecycle test must catch). Never
+// set outside tests.
+var unsafeIgnorePredecessor atomic.Bool
+
+// installedPredecessor returns the CSV csv's spec.replaces names when it still exists in the namespace,
+// is not being deleted and is not an OLM copy: the operator of that CSV is still installed, so deleting
+// csv (an upgrade target) must not clean up. It always asks r; callers pass the API server (live).
+func installedPredecessor(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterServiceVersion) (*v1alpha1.ClusterServiceVersion, error) {
+	name := csv.Spec.Replaces
+	if unsafeIgnorePredecessor.Load() || name == "" || name == csv.Name {
+		return nil, nil
+	}
+	prev := &v1alpha1.ClusterServiceVersion{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: csv.Namespace, Name: name}, prev); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading predecessor CSV %s/%s: %w", csv.Namespace, name, err)
+	}
+	if isDeleting(prev) || isCopied(prev) {
+		return nil, nil
+	}
+	return prev, nil
+}
+
+// notCopiedSelector selects the installations' CSVs, not OLM's copies in target namespaces.
+func notCopiedSelector() labels.Selector {
+	req, err := labels.NewRequirement(v1alpha1.CopiedLabelKey, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // a constant requirement
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// sharedOperands finds the other installations that serve some of the plan's operand types in some of
+// its target namespaces: every CSV (cluster-wide, not copied, not being deleted, not csv itself) that owns
+// one of the plan's CRDs and whose targets overlap the plan's. Their (type, namespace) pairs are excluded
+// from the plan (invariant 3 in doc.go). A CSV whose targets cannot be resolved counts as global.
+func sharedOperands(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterServiceVersion, p *plan) error {
+	if len(p.types) == 0 {
+		return nil
+	}
+	list := &v1alpha1.ClusterServiceVersionList{}
+	if err := r.List(ctx, list, client.MatchingLabelsSelector{Selector: notCopiedSelector()}); err != nil {
+		return fmt.Errorf("listing CSVs to find other installations: %w", err)
+	}
+	byCRD := map[string]operandType{}
+	for _, t := range p.types {
+		byCRD[t.crdName] = t
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == csv.UID || isDeleting(other) || isCopied(other) {
+			continue
+		}
+		var shared []operandType
+		for _, d := range other.Spec.CustomResourceDefinitions.Owned {
+			if t, ok := byCRD[d.Name]; ok {
+				shared = append(shared, t)
+			}
+		}
+		if len(shared) == 0 {
+			continue
+		}
+		ot, err := resolveTargets(ctx, r, other)
+		var blocked *errNoTargets
+		if errors.As(err, &blocked) {
+			ot = targets{all: true, source: "unresolved: treated as all namespaces"}
+		} else if err != nil {
+			return err
+		}
+		for _, t := range shared {
+			p.exclude(t, ot, keyOf(other))
+		}
+	}
+	return nil
+}
+
+// exclusion is what other installations also serve of one operand type.
+type exclusion struct {
+	// all: every namespace (a global installation), or the type is cluster-scoped and another
+	// installation owns it.
+	all        bool
+	namespaces map[string]bool
+	by         map[string]bool // "<ns>/<csv>" of those installations
+}
+
+// exclude records that the installation by (with targets ot) also serves type t, for the namespaces the
+// plan's targets and ot have in common.
+func (p *plan) exclude(t operandType, ot targets, by types.NamespacedName) {
+	gk := t.gvk.GroupKind()
+	ex := p.excluded[gk]
+	if ex == nil {
+		ex = &exclusion{namespaces: map[string]bool{}, by: map[string]bool{}}
+	}
+	switch {
+	case !t.namespaced || (ot.all && p.targets.all):
+		ex.all = true
+	case ot.all:
+		for _, ns := range p.targets.namespaces {
+			ex.namespaces[ns] = true
+		}
+	default:
+		for _, ns := range ot.namespaces {
+			if p.targets.contains(ns) {
+				ex.namespaces[ns] = true
+			}
+		}
+	}
+	if !ex.all && len(ex.namespaces) == 0 {
+		return
+	}
+	ex.by[by.String()] = true
+	if p.excluded == nil {
+		p.excluded = map[schema.GroupKind]*exclusion{}
+	}
+	p.excluded[gk] = ex
+}
+
+// covers reports whether another installation serves gk in namespace ns.
+func (e *exclusion) covers(ns string) bool { return e != nil && (e.all || e.namespaces[ns]) }
+
+// exclusionNotes describes the exclusions for the status message and events.
+func (p *plan) exclusionNotes() []string {
+	var gks []schema.GroupKind
+	for gk := range p.excluded {
+		gks = append(gks, gk)
+	}
+	sort.Slice(gks, func(i, j int) bool { return gks[i].String() < gks[j].String() })
+	var out []string
+	for _, gk := range gks {
+		ex := p.excluded[gk]
+		where := "in every namespace"
+		if !ex.all {
+			where = "in " + joinCapped(keys(ex.namespaces))
+		}
+		out = append(out, fmt.Sprintf("%s %s left in place: also served by CSV %s", gk, where, joinCapped(keys(ex.by))))
+	}
+	return out
+}
+
+// exclusionKey is a stable text of the exclusions, so samePlan sees a change in them.
+func (p *plan) exclusionKey() string {
+	return strings.Join(p.exclusionNotes(), "|")
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

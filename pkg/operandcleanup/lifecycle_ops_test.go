@@ -1,0 +1,169 @@
+package operandcleanup
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// do performs one operation on the API server, as the user, the simulated OLM or the operator would.
+// The model has already accepted it (its precondition holds).
+func (r *lifecycleRun) do(o lifecycleOp) {
+	opNS := r.ns["op"]
+	switch o.Kind {
+	case opInstall, opInstallEnabled:
+		r.createCSV("op.v1", "", v1alpha1.CSVPhaseSucceeded, v1alpha1.CSVReasonInstallSuccessful, o.Kind == opInstallEnabled)
+	case opUpgrade:
+		r.createCSV(o.To, o.From, v1alpha1.CSVPhasePending, v1alpha1.CSVReasonRequirementsUnknown, false)
+		setPhase(r.csvObj(o.From), v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced)
+		if r.model.csvs[o.To].enabled {
+			// The hand-over is asynchronous: wait for it, so the user's later choices are well defined.
+			key := types.NamespacedName{Namespace: opNS, Name: o.To}
+			if !r.within(15*time.Second, func() bool { c := getCSV(key); return c == nil || c.Spec.Cleanup.Enabled }) {
+				r.violate("upgrade %s -> %s: the opt-in was not handed over to %s", o.From, o.To, o.To)
+			}
+		}
+	case opSucceed:
+		to := r.model.csvs[o.To]
+		setPhase(r.csvObj(o.To), v1alpha1.CSVPhaseSucceeded, v1alpha1.CSVReasonInstallSuccessful)
+		if p := r.model.csvs[to.replaces]; p != nil && p.phase == "Deleting" {
+			prev := r.csvObj(to.replaces)
+			setPhase(prev, v1alpha1.CSVPhaseDeleting, v1alpha1.CSVReasonReplaced)
+			Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, prev))).To(Succeed())
+		}
+	case opOLM:
+		r.simulateOLM()
+	case opDeleteCSV:
+		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, r.csvObj(o.Name)))).To(Succeed())
+	case opToggle:
+		want := r.model.csvs[o.Name].enabled
+		r.editCSV(types.NamespacedName{Namespace: opNS, Name: o.Name}, func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = want })
+	case opCreateOperand:
+		var fin []string
+		if o.Held {
+			fin = []string{testFinalizer}
+		}
+		Expect(client.IgnoreAlreadyExists(tenv.admin.Create(ctx, newOperand(lifecycleKind, r.ns[o.NS], o.Name, fin...)))).To(Succeed())
+	case opDeleteOperand:
+		u := newOperand(lifecycleKind, r.ns[o.NS], o.Name)
+		if err := tenv.admin.Get(ctx, client.ObjectKeyFromObject(u), u); err == nil {
+			r.userDelete[u.GetUID()] = true
+			Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, u, client.Preconditions{UID: ptrTo(u.GetUID())}))).To(Succeed())
+		}
+	case opRelease:
+		r.releaseDeletingGears()
+	case opRestart:
+		restartController(func() {})
+	case opDeleteCopy:
+		cp := &v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns[o.NS], Name: o.Name}}
+		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, cp))).To(Succeed())
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func (r *lifecycleRun) csvObj(name string) *v1alpha1.ClusterServiceVersion {
+	return &v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns["op"], Name: name}}
+}
+
+// realTargets is the olm.targetNamespaces value of the sequence's install mode.
+func (r *lifecycleRun) realTargets() string {
+	syms := installModes[r.mode]
+	if syms[0] == "*" {
+		return ""
+	}
+	var out []string
+	for _, s := range syms {
+		out = append(out, r.ns[s])
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// createCSV makes a CSV as OLM would (its finalizer, the targets annotation, the status), the cluster RBAC
+// OLM makes for it, and, for operators that are not global, its copies and Roles in the other targets.
+func (r *lifecycleRun) createCSV(name, replacesName string, phase v1alpha1.ClusterServiceVersionPhase, reason v1alpha1.ConditionReason, enabled bool) {
+	opts := []csvOpt{targetNamespaces(r.realTargets()), owns(lifecycleKind), cleanupEnabled(enabled),
+		func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = []string{olmFinalizer} }}
+	if replacesName != "" {
+		opts = append(opts, replaces(replacesName))
+	}
+	csv := createCSVWithStatus(r.ns["op"], name, phase, reason, opts...)
+	olmClusterRBAC(csv, "operator")
+	if r.realTargets() == "" {
+		return
+	}
+	for _, t := range installModes[r.mode] {
+		if t == "op" {
+			continue
+		}
+		olmTargetRBAC(csv, r.ns[t])
+		cp := &v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns[t], Name: name,
+			Labels: map[string]string{v1alpha1.CopiedLabelKey: r.ns["op"]}}}
+		cp.Spec = *csv.Spec.DeepCopy()
+		Expect(client.IgnoreAlreadyExists(tenv.admin.Create(ctx, cp))).To(Succeed())
+	}
+}
+
+// simulateOLM does what olm-operator does for deleted CSVs: their cluster RBAC goes at once, then its
+// finalizer; copies whose parent is gone are deleted.
+func (r *lifecycleRun) simulateOLM() {
+	live := map[string]bool{}
+	for _, c := range r.liveCSVs() {
+		live[c.Name] = true
+		if !isDeleting(&c) {
+			continue
+		}
+		sel := client.MatchingLabels(olmOwnerLabels(c.Namespace, c.Name))
+		Expect(tenv.admin.DeleteAllOf(ctx, &rbacv1.ClusterRoleBinding{}, sel)).To(Succeed())
+		Expect(tenv.admin.DeleteAllOf(ctx, &rbacv1.ClusterRole{}, sel)).To(Succeed())
+		if controllerutil.ContainsFinalizer(&c, olmFinalizer) {
+			r.editCSV(keyOf(&c), func(cur *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(cur, olmFinalizer) })
+		}
+	}
+	for _, t := range []string{"t1", "t2"} {
+		copies := &v1alpha1.ClusterServiceVersionList{}
+		Expect(tenv.admin.List(ctx, copies, client.InNamespace(r.ns[t]))).To(Succeed())
+		for i := range copies.Items {
+			if !live[copies.Items[i].Name] {
+				Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &copies.Items[i]))).To(Succeed())
+			}
+		}
+	}
+}
+
+// editCSV is a read-modify-write that tolerates the CSV being gone.
+func (r *lifecycleRun) editCSV(key types.NamespacedName, mutate func(*v1alpha1.ClusterServiceVersion)) {
+	Eventually(func() error {
+		c := &v1alpha1.ClusterServiceVersion{}
+		if err := tenv.admin.Get(ctx, key, c); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		mutate(c)
+		err := tenv.admin.Update(ctx, c)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}).Should(Succeed())
+}
+
+// releaseDeletingGears is the operator finishing its work: the finalizer leaves every Gear being deleted.
+func (r *lifecycleRun) releaseDeletingGears() {
+	for _, s := range []string{"op", "t1", "t2", "out"} {
+		for _, u := range r.gears(s) {
+			if u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) > 0 {
+				releaseOperands(&u)
+			}
+		}
+	}
+}

@@ -1,0 +1,364 @@
+package operandcleanup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// lifecycleKind is the operand type of the randomized lifecycle test, owned by no other spec's CSV, so
+// that nothing else in the suite serves it (invariant 3 stays out of the way) and nothing else deletes it.
+var lifecycleKind = testKind{"gears", "Gear", true}
+
+// olmFinalizer is OLM's own CSV finalizer (v0.27+), removed by the simulated OLM (opOLM).
+const olmFinalizer = "operators.coreos.com/csv-cleanup"
+
+// deletion is one operand deletion the recorder saw: deletionTimestamp set, or removal.
+type deletion struct {
+	uid       types.UID
+	namespace string
+	name      string
+	step      int
+}
+
+// deletionRecorder watches every Gear in the cluster and records the first deletion of each UID with the
+// step during which it was seen. Sentinels created by barrier() order its view with the runner's steps:
+// one watch delivers events in resourceVersion order, so once a sentinel is seen, every deletion before
+// it has been recorded.
+type deletionRecorder struct {
+	mu        sync.Mutex
+	step      int
+	seen      map[types.UID]bool
+	deletions []deletion
+	sentinels map[string]bool
+	stop      func()
+}
+
+func startRecorder() *deletionRecorder {
+	dyn, err := dynamic.NewForConfig(tenv.cfg)
+	Expect(err).NotTo(HaveOccurred())
+	gvr := schema.GroupVersionResource{Group: testGroup, Version: testVersion, Resource: lifecycleKind.Plural}
+	w, err := dyn.Resource(gvr).Watch(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	rec := &deletionRecorder{seen: map[types.UID]bool{}, sentinels: map[string]bool{}, stop: w.Stop}
+	go func() {
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			rec.mu.Lock()
+			switch {
+			case ev.Type == watch.Added && strings.HasPrefix(u.GetName(), "sentinel-"):
+				rec.sentinels[u.GetName()] = true
+			case ev.Type == watch.Deleted || (ev.Type == watch.Modified && u.GetDeletionTimestamp() != nil):
+				if !rec.seen[u.GetUID()] {
+					rec.seen[u.GetUID()] = true
+					rec.deletions = append(rec.deletions, deletion{uid: u.GetUID(), namespace: u.GetNamespace(), name: u.GetName(), step: rec.step})
+				}
+			}
+			rec.mu.Unlock()
+		}
+	}()
+	return rec
+}
+
+func (rec *deletionRecorder) setStep(i int) {
+	rec.mu.Lock()
+	rec.step = i
+	rec.mu.Unlock()
+}
+
+func (rec *deletionRecorder) sawSentinel(name string) func() bool {
+	return func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.sentinels[name]
+	}
+}
+
+func (rec *deletionRecorder) since(n int) []deletion {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]deletion(nil), rec.deletions[n:]...)
+}
+
+// lifecycleRun applies one sequence to the cluster and checks the invariants.
+type lifecycleRun struct {
+	seed       int64
+	mode       string
+	ns         map[string]string // symbolic -> real namespace ("sentinel" holds the barriers)
+	model      *lifecycleModel
+	rec        *deletionRecorder
+	permits    []map[string]bool // model.permitted() after each step; [0] before the first
+	states     []string          // the model's CSVs after each step, for messages
+	userDelete map[types.UID]bool
+	checked    int
+	violations []string
+}
+
+func newLifecycleRun(seed int64, mode string) *lifecycleRun {
+	r := &lifecycleRun{seed: seed, mode: mode, ns: map[string]string{}, model: newModel(installModes[mode]), userDelete: map[types.UID]bool{}}
+	for _, sym := range []string{"op", "t1", "t2", "out", "sentinel"} {
+		r.ns[sym] = newNamespace("lc-" + sym)
+	}
+	r.permits, r.states = []map[string]bool{{}}, []string{"(nothing installed)"}
+	return r
+}
+
+// run applies ops, then uninstalls what is left; it returns the violations found.
+func (r *lifecycleRun) run(ops []lifecycleOp) []string {
+	r.rec = startRecorder()
+	defer r.rec.stop()
+	for i, o := range ops {
+		r.rec.setStep(i + 1)
+		if r.model.apply(o) {
+			r.do(o)
+		}
+		r.barrier(i + 1)
+		r.checkDeletions(ops)
+	}
+	r.checkOptIn()
+	r.checkStatus()
+	r.uninstallAll()
+	r.barrier(len(ops) + 1)
+	r.checkDeletions(ops)
+	return r.violations
+}
+
+func (r *lifecycleRun) violate(format string, args ...any) {
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+}
+
+// barrier waits until the recorder has seen everything up to now, then records the model's state.
+func (r *lifecycleRun) barrier(step int) {
+	name := fmt.Sprintf("sentinel-%d-%d", step, len(r.permits))
+	Expect(tenv.admin.Create(ctx, newOperand(lifecycleKind, r.ns["sentinel"], name))).To(Succeed())
+	Eventually(r.rec.sawSentinel(name)).WithPolling(5 * time.Millisecond).Should(BeTrue())
+	live := map[string]bool{}
+	for _, c := range r.liveCSVs() {
+		live[c.Name] = true
+	}
+	r.model.observe(live)
+	r.permits = append(r.permits, r.model.permitted())
+	r.states = append(r.states, r.describeModel())
+}
+
+func (r *lifecycleRun) describeModel() string {
+	var parts []string
+	for _, n := range r.model.present() {
+		c := r.model.csvs[n]
+		s := fmt.Sprintf("%s{phase=%s enabled=%t", n, c.phase, c.enabled)
+		if c.replaces != "" {
+			s += " replaces=" + c.replaces
+		}
+		if c.deleting {
+			s += " deleting"
+		}
+		parts = append(parts, s+"}")
+	}
+	if len(parts) == 0 {
+		return "(no CSV)"
+	}
+	return strings.Join(parts, " ")
+}
+
+// checkDeletions judges every deletion recorded since the last check (invariants 1-3). A pass verified
+// live just before a step may land during it, so a deletion seen during step j is allowed when the
+// model permitted it after step j, j-1 or j-2.
+func (r *lifecycleRun) checkDeletions(ops []lifecycleOp) {
+	sym := map[string]string{}
+	for k, v := range r.ns {
+		sym[v] = k
+	}
+	for _, d := range r.rec.since(r.checked) {
+		r.checked++
+		s, ours := sym[d.namespace]
+		if r.userDelete[d.uid] || s == "sentinel" {
+			continue
+		}
+		ok := false
+		for j := max(0, d.step-2); j <= d.step && j < len(r.permits); j++ {
+			if r.permits[j]["*"] || (ours && r.permits[j][s]) {
+				ok = true
+			}
+		}
+		if !ok {
+			what := "step " + fmt.Sprint(d.step)
+			if d.step >= 1 && d.step <= len(ops) {
+				what += " (" + ops[d.step-1].String() + ")"
+			} else if d.step > len(ops) {
+				what = "the final uninstall"
+			}
+			r.violate("during %s Gear %s/%s (namespace %q) was deleted, but no CSV permitted a cleanup there; CSVs: %s",
+				what, d.namespace, d.name, s, r.states[min(d.step, len(r.states)-1)])
+		}
+	}
+}
+
+// checkOptIn: the live spec.cleanup.enabled of every CSV is the user's choice (invariant 4).
+func (r *lifecycleRun) checkOptIn() {
+	for _, c := range r.liveCSVs() {
+		if m := r.model.csvs[c.Name]; m != nil && c.Spec.Cleanup.Enabled != m.enabled {
+			r.violate("opt-in changed: %s has spec.cleanup.enabled=%t, the user's choice is %t", c.Name, c.Spec.Cleanup.Enabled, m.enabled)
+		}
+	}
+}
+
+// checkStatus: a CSV held for cleanup says so in its status (invariant 5).
+func (r *lifecycleRun) checkStatus() {
+	for _, c := range r.liveCSVs() {
+		if !isDeleting(&c) || !hasFinalizer(&c) {
+			continue
+		}
+		key := keyOf(&c)
+		explained := func() bool {
+			cur := getCSV(key)
+			return cur == nil || !hasFinalizer(cur) || cur.Status.Phase == PhaseCleanup || cur.Status.Phase == PhaseCleanupOver
+		}
+		if !r.within(10*time.Second, explained) {
+			cur := getCSV(key)
+			r.violate("%s is held for cleanup but its status does not say so: phase %q reason %q message %q", c.Name, cur.Status.Phase, cur.Status.Reason, cur.Status.Message)
+		}
+	}
+}
+
+// uninstallAll ends the sequence as a user would: the head gets cleanup enabled, every CSV is deleted
+// (oldest first), OLM and the operator do their part until nothing is left. Then the head's operands in
+// the targets must be gone (the cleanup happens at all), nothing may stay stuck, and no RBAC may stay held.
+func (r *lifecycleRun) uninstallAll() {
+	r.rec.setStep(len(r.permits))
+	head := ""
+	for _, n := range r.model.present() {
+		if r.model.isHead(n) {
+			head = n
+		}
+	}
+	if head != "" {
+		if !r.model.csvs[head].enabled {
+			r.model.apply(lifecycleOp{Kind: opToggle, Name: head})
+			r.do(lifecycleOp{Kind: opToggle, Name: head})
+		}
+		key := types.NamespacedName{Namespace: r.ns["op"], Name: head}
+		if !r.within(15*time.Second, func() bool { c := getCSV(key); return c != nil && hasFinalizer(c) }) {
+			r.violate("head %s with cleanup enabled never got the finalizer %s", head, Finalizer)
+		}
+	}
+	for _, n := range []string{"op.v1", "op.v2", "op.v3"} {
+		if r.model.apply(lifecycleOp{Kind: opDeleteCSV, Name: n}) {
+			r.do(lifecycleOp{Kind: opDeleteCSV, Name: n})
+		}
+	}
+	r.barrier(len(r.permits))
+	gone := func() bool {
+		r.do(lifecycleOp{Kind: opOLM})
+		r.do(lifecycleOp{Kind: opRelease})
+		return len(r.liveCSVs()) == 0
+	}
+	if !r.within(30*time.Second, gone) {
+		for _, c := range r.liveCSVs() {
+			r.violate("%s stuck after uninstall: finalizers %v, phase %q reason %q message %q", c.Name, c.Finalizers, c.Status.Phase, c.Status.Reason, c.Status.Message)
+		}
+	}
+	if head != "" {
+		left := r.gearsIn(r.model.targets)
+		if len(left) > 0 {
+			r.violate("uninstalling the head %s with cleanup enabled left operands in its targets: %s", head, strings.Join(left, ", "))
+		}
+	}
+	if held := r.heldRBAC(); len(held) > 0 {
+		r.violate("RBAC still carries %s after every CSV is gone: %s", RBACFinalizer, strings.Join(held, ", "))
+	}
+	r.tidy()
+}
+
+// tidy deletes the sequence's remaining operands (as the user), so that none of them, held by a finalizer
+// nobody removes, can stall a later sequence's global cleanup.
+func (r *lifecycleRun) tidy() {
+	for _, s := range []string{"op", "t1", "t2", "out"} {
+		for _, u := range r.gears(s) {
+			r.userDelete[u.GetUID()] = true
+			Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &u))).To(Succeed())
+		}
+	}
+	r.releaseDeletingGears()
+}
+
+// gears lists the Gears in the symbolic namespace s.
+func (r *lifecycleRun) gears(s string) []unstructured.Unstructured {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(schema.GroupVersionKind{Group: testGroup, Version: testVersion, Kind: lifecycleKind.Kind + "List"})
+	Expect(tenv.admin.List(ctx, l, client.InNamespace(r.ns[s]))).To(Succeed())
+	return l.Items
+}
+
+// within polls cond (every 50ms) for up to d; false is a violation to report, not a spec failure.
+func (r *lifecycleRun) within(d time.Duration, cond func() bool) bool {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, d, true, func(context.Context) (bool, error) { return cond(), nil })
+	return err == nil
+}
+
+func (r *lifecycleRun) liveCSVs() []v1alpha1.ClusterServiceVersion {
+	list := &v1alpha1.ClusterServiceVersionList{}
+	Expect(tenv.admin.List(ctx, list, client.InNamespace(r.ns["op"]))).To(Succeed())
+	return list.Items
+}
+
+// gearsIn lists the Gears left in the symbolic namespaces ("*": op, t1, t2), user-deleted ones excluded.
+func (r *lifecycleRun) gearsIn(syms []string) []string {
+	if len(syms) > 0 && syms[0] == "*" {
+		syms = []string{"op", "t1", "t2"}
+	}
+	var out []string
+	for _, s := range syms {
+		for _, u := range r.gears(s) {
+			out = append(out, s+"/"+u.GetName())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// heldRBAC lists this sequence's RBAC objects that still carry RBACFinalizer.
+func (r *lifecycleRun) heldRBAC() []string {
+	var out []string
+	sel := client.MatchingLabels{olmOwnerNamespaceLabel: r.ns["op"]}
+	lists := map[string]client.ObjectList{"ClusterRole": &rbacv1.ClusterRoleList{}, "ClusterRoleBinding": &rbacv1.ClusterRoleBindingList{}}
+	for kind, l := range lists {
+		Expect(tenv.admin.List(ctx, l, sel)).To(Succeed())
+		items, err := meta.ExtractList(l)
+		Expect(err).NotTo(HaveOccurred())
+		for _, it := range items {
+			if o := it.(client.Object); hasRBACFinalizer(o) {
+				out = append(out, kind+"/"+o.GetName())
+			}
+		}
+	}
+	for _, t := range []string{"t1", "t2"} {
+		roles := &rbacv1.RoleList{}
+		Expect(tenv.admin.List(ctx, roles, client.InNamespace(r.ns[t]))).To(Succeed())
+		for i := range roles.Items {
+			if hasRBACFinalizer(&roles.Items[i]) {
+				out = append(out, "Role/"+r.ns[t]+"/"+roles.Items[i].Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
