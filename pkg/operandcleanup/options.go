@@ -40,7 +40,7 @@ const (
 
 	// Final states, written (phase PhaseCleanupOver) before the CSV finalizer is removed, so that a CSV
 	// held by another finalizer never shows a cleanup that is over as still waiting.
-	PhaseCleanupOver       = v1alpha1.CSVPhaseDeleting
+	PhaseCleanupOver                                = v1alpha1.CSVPhaseDeleting
 	ReasonCleanupCompleted v1alpha1.ConditionReason = "CleanupCompleted"
 	ReasonCleanupAborted   v1alpha1.ConditionReason = "CleanupAborted"
 	// ReasonCleanupSkipped: deleting this CSV was not an uninstall (another CSV of the installation, the
