@@ -29,7 +29,12 @@ func NewWorkDir(root, prefix string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	// Written under another name and renamed: a reaper in another process must never read it half-written.
+	tmp := filepath.Join(dir, OwnerFile+".tmp")
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, OwnerFile)); err != nil {
 		return "", err
 	}
 	return dir, nil
@@ -64,14 +69,12 @@ func ReapStale(root string) ([]string, error) {
 
 func ownerAlive(dir string) bool {
 	data, err := os.ReadFile(filepath.Join(dir, OwnerFile))
-	if err != nil {
-		// Being created right now (the owner file is written just after the directory), or not ours.
+	pid, parseErr := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || parseErr != nil || pid <= 0 {
+		// Being created right now (the owner file is written just after the directory; a run of an
+		// older version wrote it in place, so it could be read empty), or not ours.
 		info, statErr := os.Stat(dir)
 		return statErr == nil && time.Since(info.ModTime()) < time.Minute
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 {
-		return false
 	}
 	return syscall.Kill(pid, 0) == nil
 }

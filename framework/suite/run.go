@@ -1,13 +1,16 @@
 package suite
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/reporters"
 	"github.com/onsi/gomega"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
@@ -27,12 +30,28 @@ func RunSpecs(t *testing.T, description string) {
 	if f := os.Getenv("GINKGO_LABEL_FILTER"); f != "" && suiteConfig.LabelFilter == "" {
 		suiteConfig.LabelFilter = f
 	}
+	name := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(description), "-"), "-")
 	if reporterConfig.JUnitReport == "" {
-		name := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(description), "-"), "-")
 		dir, err := filepath.Abs(artifacts.Dir())
 		if err == nil {
 			reporterConfig.JUnitReport = filepath.Join(dir, "junit-"+name+".xml")
 		}
 	}
+	if dir := os.Getenv(JUnitPerRunDirEnv); dir != "" {
+		reportEachRun(dir, name)
+	}
 	ginkgo.RunSpecs(t, description, suiteConfig, reporterConfig)
+}
+
+// JUnitPerRunDirEnv names a directory where every run of a suite writes a JUnit report of its own
+// (scripts/flake-hunt.sh): the Ginkgo CLI's --repeat keeps only the last attempt's report.
+const JUnitPerRunDirEnv = "JUNIT_PER_RUN_DIR"
+
+func reportEachRun(dir, name string) {
+	ginkgo.ReportAfterSuite("JUnit report of this run into $"+JUnitPerRunDirEnv, func(r ginkgo.Report) {
+		path := filepath.Join(dir, fmt.Sprintf("junit-%s-%s.xml", name, time.Now().Format("20060102T150405.000000000")))
+		if err := reporters.GenerateJUnitReport(r, path); err != nil {
+			ginkgo.Fail(fmt.Sprintf("write this run's JUnit report to %s (set by $%s): %v", path, JUnitPerRunDirEnv, err))
+		}
+	})
 }
