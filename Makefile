@@ -5,7 +5,7 @@ ARTIFACTS ?= $(CURDIR)/_artifacts
 PROVIDER ?=
 export ARTIFACTS PROVIDER
 
-.PHONY: all tools test test-kind e2e unit bench lint generate verify clean help
+.PHONY: all tools test test-kind e2e unit bench lint generate verify clean help flake-hunt
 
 all: test
 
@@ -17,6 +17,9 @@ tools: ## build kube-apiserver, kube-controller-manager, etcd and olm from the G
 
 test: tools ## unit tests + every suite on the envtest provider + the example consumer (CI stage 1)
 	@scripts/test.sh
+
+flake-hunt: tools ## make test FLAKE_HUNT_RUNS times (default 20, every second under stress-ng), then the e2e suites on envtest with ginkgo --repeat; per-test runs and failures in ARTIFACTS/flake-hunt
+	@scripts/flake-hunt.sh
 
 test-kind: ## the kind tier's own tests against Docker (provider lifecycle, Ctrl-C during make e2e)
 	@scripts/test-kind.sh
