@@ -136,6 +136,9 @@ func (a *Applier) clusterOperatorTask(ctx context.Context, run *runState, t targ
 	if _, err := a.ensureClusterOperator(ctx, t.m.Obj); err != nil {
 		return fmt.Errorf("cannot create cluster operator %s: %w", name, err)
 	}
+	if err := a.endDeleteRecord(ctx, run, t.m, t.resource); err != nil {
+		return err
+	}
 	var undone []string
 	var lastErr error
 	waiting := false

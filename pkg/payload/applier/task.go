@@ -81,6 +81,9 @@ func (a *Applier) applyTask(ctx context.Context, run *runState, t target) error 
 	if err != nil {
 		return fmt.Errorf("cannot apply %s: %w", t.resource, err)
 	}
+	if err := a.endDeleteRecord(ctx, run, t.m, t.resource); err != nil {
+		return err
+	}
 	run.setOutcome(t.m, OutcomeApplied)
 	return nil
 }

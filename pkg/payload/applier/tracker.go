@@ -58,6 +58,21 @@ func (t *tracker) set(ctx context.Context, d DeleteRecord) error {
 	return t.save(ctx)
 }
 
+// forget drops the record of r, if any, and persists the state; ended reports whether there was one.
+func (t *tracker) forget(ctx context.Context, r payload.Resource) (ended DeleteRecord, found bool, err error) {
+	t.mu.Lock()
+	d, found := t.deletes[r.Key()]
+	if found {
+		ended = *d
+		delete(t.deletes, r.Key())
+	}
+	t.mu.Unlock()
+	if !found {
+		return DeleteRecord{}, false, nil
+	}
+	return ended, true, t.save(ctx)
+}
+
 func (t *tracker) version() (string, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
