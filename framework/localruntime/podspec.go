@@ -39,7 +39,7 @@ func pickContainer(spec *corev1.PodSpec, reg *Registry) (corev1.Container, bool)
 
 // resolveWorkload turns the Deployment's pod template into args and env, reading ConfigMap and Secret
 // references with the admin client as the kubelet would.
-func resolveWorkload(ctx context.Context, c client.Client, dep *appsv1.Deployment, ctr corev1.Container) (*workload, error) {
+func resolveWorkload(ctx context.Context, c client.Reader, dep *appsv1.Deployment, ctr corev1.Container) (*workload, error) {
 	tmpl := dep.Spec.Template
 	sa := tmpl.Spec.ServiceAccountName
 	if sa == "" {
@@ -77,7 +77,7 @@ func resolveWorkload(ctx context.Context, c client.Client, dep *appsv1.Deploymen
 
 var fieldPathAnnotation = regexp.MustCompile(`^metadata\.(annotations|labels)\['([^']+)'\]$`)
 
-func resolveEnvVar(ctx context.Context, c client.Client, dep *appsv1.Deployment, sa string, e corev1.EnvVar) (string, error) {
+func resolveEnvVar(ctx context.Context, c client.Reader, dep *appsv1.Deployment, sa string, e corev1.EnvVar) (string, error) {
 	if e.ValueFrom == nil {
 		return e.Value, nil
 	}
@@ -124,7 +124,7 @@ func resolveFieldRef(dep *appsv1.Deployment, sa, path string) (string, error) {
 	return "", fmt.Errorf("unsupported fieldRef %q", path)
 }
 
-func resolveEnvFrom(ctx context.Context, c client.Client, ns string, from corev1.EnvFromSource, env map[string]string) error {
+func resolveEnvFrom(ctx context.Context, c client.Reader, ns string, from corev1.EnvFromSource, env map[string]string) error {
 	switch {
 	case from.ConfigMapRef != nil:
 		cm := &corev1.ConfigMap{}

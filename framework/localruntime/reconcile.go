@@ -45,9 +45,11 @@ func (r *Runtime) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "ImageNotRegistered",
 			fmt.Sprintf("image %q is not registered with the local runtime (registered: %v)", ctr.Image, r.registry.Images()))
 	}
-	w, err := resolveWorkload(ctx, r.client, dep, ctr)
+	w, err := resolveWorkload(ctx, r.reader, dep, ctr)
 	if err != nil {
-		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "CreateContainerConfigError", err.Error())
+		// Retried like the kubelet retries a pod whose ConfigMap or Secret is missing: nothing else
+		// would reconcile the Deployment again when the ConfigMap appears.
+		return ctrl.Result{RequeueAfter: configRetry}, r.writeStatus(ctx, dep, replicas, 0, "CreateContainerConfigError", err.Error())
 	}
 	in, err := r.ensureInstance(key, w)
 	if err != nil {
@@ -59,6 +61,9 @@ func (r *Runtime) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, replicas, "", "")
 }
+
+// configRetry is how often a Deployment whose env cannot be resolved yet is tried again.
+const configRetry = time.Second
 
 func (r *Runtime) warnUnregistered(key types.NamespacedName, image string) {
 	r.mu.Lock()

@@ -32,7 +32,10 @@ type Runtime struct {
 	logDir   string
 	log      logr.Logger
 
-	client  client.Client
+	client client.Client
+	// reader reads what a pod's env refers to live, as the kubelet does: a ConfigMap created just
+	// before its Deployment may not be in client's cache yet.
+	reader  client.Reader
 	changed chan event.GenericEvent
 
 	mu        sync.Mutex
@@ -81,7 +84,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local runtime manager: %w", err)
 	}
-	r.client = mgr.GetClient()
+	r.client, r.reader = mgr.GetClient(), mgr.GetAPIReader()
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("local-runtime").
 		For(&appsv1.Deployment{}).

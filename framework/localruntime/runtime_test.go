@@ -118,6 +118,20 @@ func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
 	if len(prov.Runtime().Running()) != 0 {
 		t.Errorf("runtime still reports %v running", prov.Runtime().Running())
 	}
+
+	// A Deployment whose ConfigMap is created only after it waits, then starts once the ConfigMap is
+	// there (the kubelet retries such a pod; nothing else reconciles the Deployment again).
+	late := deployment(ns, "test.local/probe:v1")
+	late.Name = "late"
+	late.Spec.Template.Spec.Containers[0].Env[2].ValueFrom.ConfigMapKeyRef.Name = "late-cfg"
+	must(t, c.Create(ctx, late))
+	waitFor(t, "a CreateContainerConfigError for the missing ConfigMap", func() bool {
+		return strings.HasPrefix(available(ctx, c, client.ObjectKeyFromObject(late)), "False/CreateContainerConfigError")
+	})
+	must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late-cfg"}, Data: map[string]string{"k": "late"}}))
+	waitFor(t, "the deployment to start once its ConfigMap exists", func() bool {
+		return available(ctx, c, client.ObjectKeyFromObject(late)) == "True" && p.lastEnv.Load() == "a,b|rt|late"
+	})
 }
 
 func deployment(ns, image string) *appsv1.Deployment {
