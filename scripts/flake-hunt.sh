@@ -9,6 +9,8 @@
 #                                   alternate (every second run under stress-ng) | pairs (two runs side by side)
 #   FLAKE_HUNT_E2E_REPEATS=10       runs of the e2e suites on envtest (ginkgo --repeat, which stops at
 #                                   the first failing attempt; 0: none)
+#   FLAKE_HUNT_E2E=./e2e            where the suites are (e.g. ./e2e/cvo to chase one suite's flake);
+#                                   GINKGO_LABEL_FILTER narrows the specs as for make e2e
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
@@ -77,7 +79,8 @@ if [ "$e2e_repeats" -gt 0 ]; then
   log "e2e suites on envtest, ginkgo --repeat=$((e2e_repeats - 1)) (log: $e2e/log)"
   JUNIT_PER_RUN_DIR=$e2e/junit ARTIFACTS=$e2e PROVIDER=envtest \
     go run github.com/onsi/ginkgo/v2/ginkgo run -r --procs="${GINKGO_PROCS:-2}" --randomize-all --keep-going \
-      --repeat=$((e2e_repeats - 1)) --timeout="${E2E_TIMEOUT:-6h}" ./e2e >"$e2e/log" 2>&1 || e2e_rc=$?
+      --repeat=$((e2e_repeats - 1)) --timeout="${E2E_TIMEOUT:-6h}" \
+      ${GINKGO_LABEL_FILTER:+--label-filter="$GINKGO_LABEL_FILTER"} "${FLAKE_HUNT_E2E:-./e2e}" >"$e2e/log" 2>&1 || e2e_rc=$?
   log "e2e repeats: rc=$e2e_rc; $(grep -E 'This was attempt|Tests failed on attempt' "$e2e/log" | tail -n 1)"
 fi
 
