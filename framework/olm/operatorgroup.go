@@ -7,8 +7,6 @@ import (
 
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -50,17 +48,6 @@ func TargetNamespaces(mode operatorsv1alpha1.InstallModeType, operatorNamespace 
 	default:
 		return nil, fmt.Errorf("unknown install mode %q (want OwnNamespace, SingleNamespace, MultiNamespace or AllNamespaces)", mode)
 	}
-}
-
-// EnsureNamespaces creates the namespaces that do not exist yet.
-func EnsureNamespaces(ctx context.Context, c client.Client, names ...string) error {
-	for _, n := range names {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}
-		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", n, err)
-		}
-	}
-	return nil
 }
 
 // EnsureOperatorGroup creates the OperatorGroup for the install mode in the operator namespace, or

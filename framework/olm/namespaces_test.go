@@ -1,0 +1,64 @@
+package olm_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
+)
+
+// A namespace of the same name that a previous spec deleted and that is still terminating is not
+// "already there": EnsureNamespaces waits until it is gone and creates it anew, so objects can be
+// created in it right after. Held terminating by a finalizer, the wait fails naming it.
+func TestEnsureNamespacesWaitsOutATerminatingNamespace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err := envtest.New(ctx, envtest.WithName("namespaces"), envtest.WithoutOLM(),
+		envtest.WithWorkRoot(t.TempDir()), envtest.WithLogger(testr.New(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop(context.Background()) })
+	c, err := kube.NewClient(env.RESTConfig(), kube.MustScheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "reused"
+	held := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"cleanup-e2e.io/test-hold"}}}
+	must(t, c.Create(ctx, held))
+	must(t, c.Delete(ctx, held))
+
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelShort()
+	err = olm.EnsureNamespaces(short, c, name)
+	if err == nil || !strings.Contains(err.Error(), "namespace reused is still terminating") || !strings.Contains(err.Error(), "test-hold") {
+		t.Fatalf("a namespace held terminating must not count as ensured; want an error naming it and its finalizer, got %v", err)
+	}
+
+	must(t, c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+	must(t, olm.EnsureNamespaces(ctx, c, name))
+	if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "right-after"}}); err != nil {
+		t.Fatalf("creating an object right after EnsureNamespaces: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
