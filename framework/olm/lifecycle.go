@@ -43,11 +43,36 @@ type UpgradeInput struct {
 	From      *operatorsv1alpha1.ClusterServiceVersion
 	BundleDir string
 	Timeout   time.Duration
+	// WithoutRequirements (StartUpgrade only) leaves out the new CSV's ServiceAccount and RBAC, as an
+	// InstallPlan that failed midway does: OLM then keeps the new CSV Pending (RequirementsNotMet) and the
+	// old one Replacing, so a spec can act in the middle of an upgrade without racing OLM.
+	WithoutRequirements bool
 }
 
-// Upgrade creates the next CSV (as an InstallPlan of the next channel entry would) and waits until it
-// is Succeeded and OLM has removed the CSV it replaces. It returns the new live CSV.
+// Upgrade runs StartUpgrade and waits until the new CSV is Succeeded and OLM has removed the CSV it
+// replaces. It returns the new live CSV.
 func Upgrade(ctx context.Context, in UpgradeInput) (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	if in.WithoutRequirements {
+		return nil, fmt.Errorf("upgrade of %s: WithoutRequirements can never complete; use StartUpgrade", in.From.Name)
+	}
+	csv, err := StartUpgrade(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	timeout := orDefault(in.Timeout, 3*time.Minute)
+	live, err := WaitForCSVPhase(ctx, in.Client, client.ObjectKeyFromObject(csv), operatorsv1alpha1.CSVPhaseSucceeded, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("upgrade %s → %s: %w", in.From.Name, csv.Name, err)
+	}
+	if err := WaitForCSVGone(ctx, in.Client, client.ObjectKeyFromObject(in.From), timeout); err != nil {
+		return nil, fmt.Errorf("upgrade %s → %s: the replaced CSV was not removed: %w", in.From.Name, csv.Name, err)
+	}
+	return live, nil
+}
+
+// StartUpgrade creates the next CSV (as an InstallPlan of the next channel entry would) and returns it
+// at once, before OLM acted on it: specs that need the middle of an upgrade continue from there.
+func StartUpgrade(ctx context.Context, in UpgradeInput) (*operatorsv1alpha1.ClusterServiceVersion, error) {
 	b, err := bundles.Load(in.BundleDir)
 	if err != nil {
 		return nil, err
@@ -55,7 +80,6 @@ func Upgrade(ctx context.Context, in UpgradeInput) (*operatorsv1alpha1.ClusterSe
 	if b.CSV.Spec.Replaces != in.From.Name {
 		return nil, fmt.Errorf("bundle %s: CSV %s has spec.replaces %q, not the installed %s", in.BundleDir, b.CSV.Name, b.CSV.Spec.Replaces, in.From.Name)
 	}
-	timeout := orDefault(in.Timeout, 3*time.Minute)
 	if err := kube.ApplyCRDs(ctx, in.Client, b.CRDs...); err != nil {
 		return nil, err
 	}
@@ -65,20 +89,15 @@ func Upgrade(ctx context.Context, in UpgradeInput) (*operatorsv1alpha1.ClusterSe
 	if err != nil {
 		return nil, err
 	}
-	if err := CreateRequirements(ctx, in.Client, csv); err != nil {
-		return nil, err
+	if !in.WithoutRequirements {
+		if err := CreateRequirements(ctx, in.Client, csv); err != nil {
+			return nil, err
+		}
 	}
 	if err := nudge(ctx, in.Client, csv); err != nil {
 		return nil, err
 	}
-	live, err := WaitForCSVPhase(ctx, in.Client, client.ObjectKeyFromObject(csv), operatorsv1alpha1.CSVPhaseSucceeded, timeout)
-	if err != nil {
-		return nil, fmt.Errorf("upgrade %s → %s: %w", in.From.Name, csv.Name, err)
-	}
-	if err := WaitForCSVGone(ctx, in.Client, client.ObjectKeyFromObject(in.From), timeout); err != nil {
-		return nil, fmt.Errorf("upgrade %s → %s: the replaced CSV was not removed: %w", in.From.Name, csv.Name, err)
-	}
-	return live, nil
+	return csv, nil
 }
 
 // UninstallInput removes an operator the way `operator-sdk cleanup` does.

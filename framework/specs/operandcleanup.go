@@ -115,11 +115,7 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 				r.Install(ctx, in.BundleDir, ptr.To(true))
 				r.CreateOperands(ctx)
 				for _, next := range in.UpgradeBundleDirs {
-					By("upgrading " + r.csv.Name + " to " + next)
-					csv, err := olm.Upgrade(ctx, olm.UpgradeInput{Client: r.c, From: r.csv, BundleDir: next, Timeout: in.Timeout})
-					Expect(err).NotTo(HaveOccurred())
-					r.csv = csv
-					r.csvUIDs = append(r.csvUIDs, csv.UID)
+					r.Upgrade(ctx, next)
 					Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
 						matchers.HaveCleanupEnabled(true), matchers.HaveFinalizer(CleanupFinalizer)))
 					r.ExpectKept(ctx, r.ops.items)

@@ -98,7 +98,9 @@ func (r *lifecycleRun) createCSV(name, replacesName string, phase v1alpha1.Clust
 		opts = append(opts, replaces(replacesName))
 	}
 	csv := createCSVWithStatus(r.ns["op"], name, phase, reason, opts...)
-	olmClusterRBAC(csv, "operator")
+	// Named after the CSV's UID: a reinstalled CSV of the same name must not meet its predecessor's
+	// ClusterRole while that one finishes terminating.
+	labelledClusterRBAC(csv.Namespace+"-"+string(csv.UID), olmOwnerLabels(csv.Namespace, csv.Name), csv.Namespace, "operator")
 	if r.realTargets() == "" {
 		return
 	}

@@ -104,7 +104,7 @@ var _ = Describe("lifecycle regressions", func() {
 		// while the operands wait for finalizers.
 		Expect(tenv.admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		Eventually(func() v1alpha1.ConditionReason { return getCSV(keyOf(csv)).Status.Reason }).Should(Equal(ReasonOperatorGone))
-		Expect(getCSV(keyOf(csv)).Status.Message).To(ContainSubstring("namespace " + ns + " "))
+		Expect(getCSV(keyOf(csv)).Status.Message).To(ContainSubstring("namespace " + ns + ","))
 		Eventually(namespaceEvents(ns)).Should(ContainElement(And(HavePrefix(EventReasonOperatorGone), ContainSubstring("CSV "+ns+"/op.v1"))))
 		releaseOperands(widgets...)
 		Eventually(csvGone(keyOf(csv))).Should(BeTrue())
@@ -176,11 +176,12 @@ func olmTargetRBAC(csv *v1alpha1.ClusterServiceVersion, target string) (*rbacv1.
 	labels[v1alpha1.CopiedLabelKey] = csv.Namespace
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: csv.Name + "-operator", Labels: labels}}
 	role.Rules = []rbacv1.PolicyRule{{APIGroups: []string{testGroup}, Resources: []string{"widgets"}, Verbs: []string{"get", "list", "watch", "update", "patch"}}}
-	Expect(tenv.admin.Create(ctx, role)).To(Succeed())
+	// A reinstalled CSV of the same name finds the Roles of the previous one (OLM updates them in place).
+	Expect(client.IgnoreAlreadyExists(tenv.admin.Create(ctx, role))).To(Succeed())
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: role.Name, Labels: labels}}
 	binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}
 	binding.Subjects = []rbacv1.Subject{{Kind: "ServiceAccount", Name: "operator", Namespace: csv.Namespace}}
-	Expect(tenv.admin.Create(ctx, binding)).To(Succeed())
+	Expect(client.IgnoreAlreadyExists(tenv.admin.Create(ctx, binding))).To(Succeed())
 	return role, binding
 }
 

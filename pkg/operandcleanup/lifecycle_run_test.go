@@ -35,6 +35,7 @@ type deletion struct {
 	namespace string
 	name      string
 	step      int
+	at        time.Time
 }
 
 // deletionRecorder watches every Gear in the cluster and records the first deletion of each UID with the
@@ -70,7 +71,7 @@ func startRecorder() *deletionRecorder {
 			case ev.Type == watch.Deleted || (ev.Type == watch.Modified && u.GetDeletionTimestamp() != nil):
 				if !rec.seen[u.GetUID()] {
 					rec.seen[u.GetUID()] = true
-					rec.deletions = append(rec.deletions, deletion{uid: u.GetUID(), namespace: u.GetNamespace(), name: u.GetName(), step: rec.step})
+					rec.deletions = append(rec.deletions, deletion{uid: u.GetUID(), namespace: u.GetNamespace(), name: u.GetName(), step: rec.step, at: time.Now()})
 				}
 			}
 			rec.mu.Unlock()
@@ -107,6 +108,7 @@ type lifecycleRun struct {
 	model      *lifecycleModel
 	rec        *deletionRecorder
 	permits    []map[string]bool // model.permitted() after each step; [0] before the first
+	since      []time.Time       // when each of those states began (its barrier)
 	states     []string          // the model's CSVs after each step, for messages
 	userDelete map[types.UID]bool
 	checked    int
@@ -118,7 +120,7 @@ func newLifecycleRun(seed int64, mode string) *lifecycleRun {
 	for _, sym := range []string{"op", "t1", "t2", "out", "sentinel"} {
 		r.ns[sym] = newNamespace("lc-" + sym)
 	}
-	r.permits, r.states = []map[string]bool{{}}, []string{"(nothing installed)"}
+	r.permits, r.states, r.since = []map[string]bool{{}}, []string{"(nothing installed)"}, []time.Time{time.Now()}
 	return r
 }
 
@@ -157,6 +159,7 @@ func (r *lifecycleRun) barrier(step int) {
 	}
 	r.model.observe(live)
 	r.permits = append(r.permits, r.model.permitted())
+	r.since = append(r.since, time.Now())
 	r.states = append(r.states, r.describeModel())
 }
 
@@ -179,9 +182,14 @@ func (r *lifecycleRun) describeModel() string {
 	return strings.Join(parts, " ")
 }
 
-// checkDeletions judges every deletion recorded since the last check (invariants 1-3). A pass verified
-// live just before a step may land during it, so a deletion seen during step j is allowed when the
-// model permitted it after step j, j-1 or j-2.
+// passGrace bounds how long a cleanup pass may keep deleting after the live re-verification that allowed
+// it: a pass deletes what it listed, DeleteConcurrency at a time, so on a loaded machine its last delete
+// can land a moment after the user's next operations (e.g. an abort).
+const passGrace = 2 * time.Second
+
+// checkDeletions judges every deletion recorded since the last check (invariants 1-3): it is allowed when
+// the model permitted a cleanup in its namespace in some state that lasted until at least passGrace
+// before the deletion was seen. Sentinels (barriers) are not operands.
 func (r *lifecycleRun) checkDeletions(ops []lifecycleOp) {
 	sym := map[string]string{}
 	for k, v := range r.ns {
@@ -190,12 +198,13 @@ func (r *lifecycleRun) checkDeletions(ops []lifecycleOp) {
 	for _, d := range r.rec.since(r.checked) {
 		r.checked++
 		s, ours := sym[d.namespace]
-		if r.userDelete[d.uid] || s == "sentinel" {
+		if r.userDelete[d.uid] || strings.HasPrefix(d.name, "sentinel-") {
 			continue
 		}
 		ok := false
-		for j := max(0, d.step-2); j <= d.step && j < len(r.permits); j++ {
-			if r.permits[j]["*"] || (ours && r.permits[j][s]) {
+		for j := range r.permits {
+			ended := j+1 < len(r.since) && r.since[j+1].Before(d.at.Add(-passGrace))
+			if !r.since[j].After(d.at) && !ended && (r.permits[j]["*"] || (ours && r.permits[j][s])) {
 				ok = true
 			}
 		}
@@ -288,10 +297,14 @@ func (r *lifecycleRun) uninstallAll() {
 	r.tidy()
 }
 
-// tidy deletes the sequence's remaining operands (as the user), so that none of them, held by a finalizer
-// nobody removes, can stall a later sequence's global cleanup.
+// tidy deletes what the sequence leaves (as the user), so that a later sequence meets none of it: its
+// operands and sentinels (held ones could stall a later global cleanup) and any CSV a failed run left.
 func (r *lifecycleRun) tidy() {
-	for _, s := range []string{"op", "t1", "t2", "out"} {
+	for _, c := range r.liveCSVs() {
+		r.editCSV(keyOf(&c), func(cur *v1alpha1.ClusterServiceVersion) { cur.Finalizers = nil })
+		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &c))).To(Succeed())
+	}
+	for _, s := range []string{"op", "t1", "t2", "out", "sentinel"} {
 		for _, u := range r.gears(s) {
 			r.userDelete[u.GetUID()] = true
 			Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &u))).To(Succeed())

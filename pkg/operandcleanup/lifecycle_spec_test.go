@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,6 +33,7 @@ type lifecycleResult struct {
 	mode             string
 	ops              []lifecycleOp
 	violations       []string
+	original         []string // of the whole sequence, before shrinking
 }
 
 // runSequences runs n sequences of length steps from base, stopping at the first that violates an
@@ -45,6 +47,7 @@ func runSequences(base int64, n, steps, shrink int) lifecycleResult {
 		res.steps += len(ops)
 		if v := newLifecycleRun(seed, mode).run(ops); len(v) > 0 {
 			res.seed, res.mode = seed, mode
+			res.original = v
 			res.ops, res.violations = shrinkSequence(seed, mode, ops, v, shrink)
 			return res
 		}
@@ -70,8 +73,8 @@ func shrinkSequence(seed int64, mode string, ops []lifecycleOp, violations []str
 }
 
 func (res lifecycleResult) failure() string {
-	return fmt.Sprintf("invariant violated in the sequence of seed %d (%s mode), shortest failing sequence found (%d operations):%s\nviolations:\n  %v\nreplay: %s=%d %s=1 go test ./pkg/operandcleanup -run TestOperandCleanup -ginkgo.focus=lifecycle",
-		res.seed, res.mode, len(res.ops), formatOps(res.ops), res.violations, envSeed, res.seed, envSequences)
+	return fmt.Sprintf("invariant violated in the sequence of seed %d (%s mode):\n  %s\nshortest failing sequence found (%d operations):%s\nits violations:\n  %s\nreplay: %s=%d %s=1 go test ./pkg/operandcleanup -run TestOperandCleanup -ginkgo.focus=lifecycle",
+		res.seed, res.mode, strings.Join(res.original, "\n  "), len(res.ops), formatOps(res.ops), strings.Join(res.violations, "\n  "), envSeed, res.seed, envSequences)
 }
 
 var _ = Describe("randomized lifecycle", Serial, Label("lifecycle"), func() {
@@ -85,9 +88,9 @@ var _ = Describe("randomized lifecycle", Serial, Label("lifecycle"), func() {
 		Expect(res.violations).To(BeEmpty(), res.failure())
 	})
 
-	It("catches a controller that cleans up while the predecessor of the deleted CSV is still installed", func() {
-		unsafeIgnorePredecessor.Store(true)
-		DeferCleanup(func() { unsafeIgnorePredecessor.Store(false) })
+	It("catches a controller that cleans up while another CSV of the installation is still installed", func() {
+		unsafeIgnoreOtherCSVs.Store(true)
+		DeferCleanup(func() { unsafeIgnoreOtherCSVs.Store(false) })
 		// A fixed seed range: the generator is deterministic, the bound is what make test can afford.
 		res := runSequences(envInt(envSeed+"_BROKEN", 1), int(envInt(envSequences+"_BROKEN", 12)), 18, 0)
 		AddReportEntry("lifecycle (broken controller)", fmt.Sprintf("caught after %d sequences, %d operations", res.sequences, res.steps))

@@ -18,6 +18,10 @@ import (
 // runs on every operand event, the operator rarely disappears.
 const operatorCheckInterval = 5 * time.Second
 
+// operatorRecheck is the longest a pending cleanup waits for its next pass, so that a vanished operator
+// is reported within seconds even when no operand event comes.
+const operatorRecheck = 2 * operatorCheckInterval
+
 // operatorGone tells why the operator of csv can no longer remove its operands' finalizers, or "" when
 // it still can (or it cannot be told): the CSV's namespace is terminating (its Deployment and pods go
 // with it), or every Deployment of the install strategy is gone or being deleted. The CSV is read live:

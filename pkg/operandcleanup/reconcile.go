@@ -24,6 +24,9 @@ const conflictRetry = 200 * time.Millisecond
 // being deleted, the operand cleanup itself.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.reconcile(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		return ctrl.Result{}, nil // shutting down: the next leader picks the CSV up from its state
+	}
 	if err != nil && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
 		// A write raced with another writer or with the object's removal: not an error, look again once
 		// the cache caught up.

@@ -125,9 +125,10 @@ func TestIsReplacedByPhase(t *testing.T) {
 		reason v1alpha1.ConditionReason
 		want   bool
 	}{
-		{v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced, true},
+		// Replacing alone: OLM leaves it when the successor is deleted; the successor decides (csv.go).
+		{v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced, false},
 		{v1alpha1.CSVPhaseDeleting, v1alpha1.CSVReasonReplaced, true},
-		{v1alpha1.CSVPhaseDeleting, v1alpha1.CSVReasonBeingReplaced, true},
+		{v1alpha1.CSVPhaseDeleting, v1alpha1.CSVReasonBeingReplaced, false},
 		{v1alpha1.CSVPhaseSucceeded, v1alpha1.CSVReasonInstallSuccessful, false},
 		{PhaseCleanup, ReasonWaitingOnCleanup, false},
 	} {
