@@ -82,7 +82,9 @@ var _ = Describe("Operand cleanup in the middle of a lifecycle", Label("operand-
 })
 
 func liveCSV(ctx context.Context, csv *operatorsv1alpha1.ClusterServiceVersion) func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
-	return func() (*operatorsv1alpha1.ClusterServiceVersion, error) { return olm.GetCSV(ctx, k8s, csv.Namespace, csv.Name) }
+	return func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
+		return olm.GetCSV(ctx, k8s, csv.Namespace, csv.Name)
+	}
 }
 
 // widgetsPresent fails naming the first object that is gone or being deleted.
