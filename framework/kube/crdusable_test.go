@@ -7,10 +7,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/crds"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
@@ -63,18 +63,9 @@ func (m *lateMapper) Reset() { m.resets++; m.missesLeft-- }
 const raceGroup = "race.test"
 
 func raceCRD(plural, kind string, conds []apiextensionsv1.CustomResourceDefinitionCondition) *apiextensionsv1.CustomResourceDefinition {
-	t := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + raceGroup},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: raceGroup, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &t}}}},
-		},
-		Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: conds},
-	}
+	crd := crds.Schemaless(raceGroup, plural, kind)
+	crd.Status.Conditions = conds
+	return crd
 }
 
 func conditions(types ...apiextensionsv1.CustomResourceDefinitionConditionType) []apiextensionsv1.CustomResourceDefinitionCondition {

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 )
 
@@ -61,15 +60,7 @@ func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
 	defer cancel()
 	p := &probe{}
 	reg := localruntime.NewRegistry(map[string]localruntime.Entrypoint{"test.local/probe:v1": p.main, "test.local/probe:v2": p.main})
-	prov, err := envtest.New(ctx, envtest.WithName("runtime"), envtest.WithoutOLM(), envtest.WithRegistry(reg), envtest.WithWorkRoot(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prov.Stop(context.Background())
-	c, err := kube.NewClient(prov.RESTConfig(), kube.MustScheme())
-	if err != nil {
-		t.Fatal(err)
-	}
+	prov, c := envtest.ForTest(ctx, t, envtest.WithName("runtime"), envtest.WithoutOLM(), envtest.WithRegistry(reg))
 	ns := "rt"
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}))

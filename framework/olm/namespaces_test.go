@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
 
@@ -21,21 +19,9 @@ import (
 // "already there": EnsureNamespaces waits until it is gone and creates it anew, so objects can be
 // created in it right after. Held terminating by a finalizer, the wait fails naming it.
 func TestEnsureNamespacesWaitsOutATerminatingNamespace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, err := envtest.New(ctx, envtest.WithName("namespaces"), envtest.WithoutOLM(),
-		envtest.WithWorkRoot(t.TempDir()), envtest.WithLogger(testr.New(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop(context.Background()) })
-	c, err := kube.NewClient(env.RESTConfig(), kube.MustScheme())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := envtest.ForTest(ctx, t, envtest.WithName("namespaces"), envtest.WithoutOLM())
 	const name = "reused"
 	held := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"cleanup-e2e.io/test-hold"}}}
 	must(t, c.Create(ctx, held))
@@ -43,7 +29,7 @@ func TestEnsureNamespacesWaitsOutATerminatingNamespace(t *testing.T) {
 
 	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
 	defer cancelShort()
-	err = olm.EnsureNamespaces(short, c, name)
+	err := olm.EnsureNamespaces(short, c, name)
 	if err == nil || !strings.Contains(err.Error(), "namespace reused is still terminating") || !strings.Contains(err.Error(), "test-hold") {
 		t.Fatalf("a namespace held terminating must not count as ensured; want an error naming it and its finalizer, got %v", err)
 	}

@@ -48,9 +48,6 @@ func TestOLMAbsentIsAClearError(t *testing.T) {
 // (and, asked to, the ClusterOperator CRD); a second provider (another run, or Ginkgo process 2) reuses
 // the controller and creates nothing; Stop removes exactly what the first one created.
 func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	coCRD, err := crdconfig.ClusterOperator()
@@ -58,17 +55,7 @@ func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
 		t.Fatal(err)
 	}
 	registry := localruntime.NewRegistry(map[string]localruntime.Entrypoint{operandcleanupconfig.Image: operandcleanup.Main})
-	env, err := envtest.New(ctx, envtest.WithName("existing-test"), envtest.WithRegistry(registry),
-		envtest.WithWorkRoot(t.TempDir()), envtest.WithLogger(testr.New(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop(context.Background()) })
-	t.Setenv("KUBECONFIG", env.KubeconfigPath())
-	c, err := kube.NewClient(env.RESTConfig(), kube.MustScheme())
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, c := envtest.ForTest(ctx, t, envtest.WithName("existing-test"), envtest.WithRegistry(registry))
 	theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operandcleanupconfig.Namespace, Labels: map[string]string{"owner": "someone-else"}}}
 	if err := c.Create(ctx, theirs); err != nil {
 		t.Fatal(err)

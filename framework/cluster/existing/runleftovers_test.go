@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/crds"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
@@ -22,22 +23,9 @@ import (
 // created them: a CRD or namespace that was there before, a CRD of another group, and objects of
 // kinds not named all stay. A CRD whose custom resources keep a finalizer is reported, not forced.
 func TestRemovesOnlyTheRunsLeftovers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	env, err := envtest.New(ctx, envtest.WithName("leftovers-test"), envtest.WithoutOLM(),
-		envtest.WithWorkRoot(t.TempDir()), envtest.WithLogger(testr.New(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop(context.Background()) })
-	t.Setenv("KUBECONFIG", env.KubeconfigPath())
-	c, err := kube.NewClient(env.RESTConfig(), kube.MustScheme())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := envtest.ForTest(ctx, t, envtest.WithName("leftovers-test"), envtest.WithoutOLM())
 
 	// Before the run: a CRD of the group and a namespace that are named, but not the run's.
 	before := testCRD("example.test", "pres")
@@ -97,17 +85,7 @@ func TestRemovesOnlyTheRunsLeftovers(t *testing.T) {
 }
 
 func testCRD(group, plural string) *apiextensionsv1.CustomResourceDefinition {
-	kind := strings.ToUpper(plural[:1]) + strings.TrimSuffix(plural[1:], "s")
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptrTo(true)}}}},
-		},
-	}
+	return crds.Schemaless(group, plural, strings.ToUpper(plural[:1])+strings.TrimSuffix(plural[1:], "s"))
 }
 
 func testCR(group, kind, ns, name string, finalizers []string) *unstructured.Unstructured {
@@ -126,5 +104,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
