@@ -3,6 +3,7 @@ package specs
 import (
 	"context"
 	"sort"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -127,7 +128,7 @@ func clusterOperatorObject(name string) *unstructured.Unstructured {
 
 // ReportClusterOperators stands in for the operators of the payload's ClusterOperators (those not
 // marked for deletion): each is created if missing and made to report the versions its manifest
-// expects, so the applier's wait for them ends at once.
+// expects, Available and not Degraded, so the applier's wait for them ends at once.
 func (e *PayloadEnv) ReportClusterOperators(ctx context.Context, b *payloadtest.Builder) {
 	GinkgoHelper()
 	for _, m := range e.Load(b).Manifests {
@@ -138,7 +139,8 @@ func (e *PayloadEnv) ReportClusterOperators(ctx context.Context, b *payloadtest.
 }
 
 // ReportClusterOperator sets status.versions of the ClusterOperator named by manifest to the versions
-// the manifest lists, creating it if needed.
+// the manifest lists, with Available=True, Degraded=False and Progressing=False (what the applier,
+// like the CVO, waits for), creating it if needed.
 func ReportClusterOperator(ctx context.Context, c client.Client, manifest *unstructured.Unstructured) error {
 	versions, _, err := unstructured.NestedSlice(manifest.Object, "status", "versions")
 	if err != nil {
@@ -156,8 +158,20 @@ func ReportClusterOperator(ctx context.Context, c client.Client, manifest *unstr
 		if err := unstructured.SetNestedSlice(live.Object, versions, "status", "versions"); err != nil {
 			return err
 		}
+		if err := unstructured.SetNestedSlice(live.Object, healthyConditions(), "status", "conditions"); err != nil {
+			return err
+		}
 		return c.Status().Update(ctx, live)
 	})
+}
+
+// healthyConditions are the conditions of an operator that finished rolling out.
+func healthyConditions() []interface{} {
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	cond := func(t, status string) interface{} {
+		return map[string]interface{}{"type": t, "status": status, "reason": "AsExpected", "lastTransitionTime": now}
+	}
+	return []interface{}{cond("Available", "True"), cond("Degraded", "False"), cond("Progressing", "False")}
 }
 
 // deleteObjects deletes objs in reverse order, stripping finalizers first (except a CRD's, whose

@@ -19,6 +19,8 @@ type Applier struct {
 	mapper meta.RESTMapper
 	opts   Options
 	state  *tracker
+	// coWaits: when each payload ClusterOperator's wait began (degraded grace).
+	coWaits coWaitStarts
 
 	runMu sync.Mutex
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
-	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
 )
@@ -391,73 +390,6 @@ var _ = Describe("payload applier", func() {
 		Expect(res.Err).NotTo(HaveOccurred())
 		Expect(res.Texts()).To(ContainElement(payload.MsgDeleteCompleted(wres("w1"))))
 		Expect(res.Upgradeable).To(BeTrue())
-	})
-
-	Describe("ClusterOperator manifests", func() {
-		It("pre-creates them and waits until they report the payload versions", func() {
-			a := newOwned()
-			op := unique("foo")
-			b := base.Clone().
-				File("0000_10_foo_00_cm.yaml", pt.ConfigMap(appNS, "foo-config", nil)).
-				File("0000_10_foo_01_clusteroperator.yaml", pt.ClusterOperator(op, "operator", "1.0.0", "foo-image", "example/foo:1")).
-				File("0000_20_bar_00_cm.yaml", pt.ConfigMap(appNS, "after-foo", nil))
-			done := make(chan applier.Result, 1)
-			go func() {
-				defer GinkgoRecover()
-				done <- run(a, b, applier.ModeInstall)
-			}()
-
-			Eventually(getCO(ctx, op)).Should(Not(BeNil()))
-			Eventually(getCO(ctx, coName)).Should(And(
-				matchers.HaveClusterOperatorCondition("Progressing", "True", applier.ReasonWaitingOnClusterOperators),
-				matchers.HaveClusterOperatorConditionMessage("Progressing", "Working towards 1.0.0: waiting on "+op)))
-			live, err := getCO(ctx, op)()
-			Expect(err).NotTo(HaveOccurred())
-			Expect(live.Status.Versions).To(BeEmpty(), "pre-created without status")
-			Expect(notFound(ctx, "v1", "ConfigMap", appNS, "after-foo")()).To(BeTrue(), "the next run level waits")
-			Expect(done).NotTo(Receive())
-
-			live.Status.Versions = []configv1.OperandVersion{{Name: "operator", Version: "1.0.0"}}
-			Expect(k8s.Status().Update(ctx, live)).To(Succeed())
-			Expect(done).NotTo(Receive(), "foo-image is still missing")
-			live.Status.Versions = append(live.Status.Versions, configv1.OperandVersion{Name: "foo-image", Version: "example/foo:1"})
-			Expect(k8s.Status().Update(ctx, live)).To(Succeed())
-
-			var res applier.Result
-			Eventually(done).Should(Receive(&res))
-			Expect(res.Err).NotTo(HaveOccurred())
-			Expect(res.Task("0000_10_foo_01_clusteroperator.yaml").Outcome).To(Equal(applier.OutcomeClusterOperatorReady))
-			Expect(getObj(ctx, "v1", "ConfigMap", appNS, "after-foo")).Error().NotTo(HaveOccurred())
-			Eventually(getCO(ctx, coName)).Should(matchers.HaveClusterOperatorCondition("Progressing", "False", "AsExpected"))
-		})
-
-		It("fails the task and its dependents when the operator does not report in time", func() {
-			a := newApplier(applier.Options{Namespace: sysNS, ClusterOperatorName: coName, ClusterOperatorTimeout: 2 * time.Second})
-			op := unique("slow")
-			b := base.Clone().
-				File("0000_10_slow_00_clusteroperator.yaml", pt.ClusterOperator(op, "operator", "1.0.0")).
-				File("0000_10_slow_01_cm.yaml", pt.ConfigMap(appNS, "slow-next", nil)).
-				File("0000_10_other_00_cm.yaml", pt.ConfigMap(appNS, "other", nil)).
-				File("0000_20_bar_00_cm.yaml", pt.ConfigMap(appNS, "after-slow", nil)).
-				File("0000_20_bar_01_noversions.yaml", pt.ClusterOperator(unique("nov")))
-			res := run(a, b, applier.ModeInstall)
-			t := res.Task("0000_10_slow_00_clusteroperator.yaml")
-			Expect(t.Outcome).To(Equal(applier.OutcomeFailed))
-			var nr *applier.ClusterOperatorNotReadyError
-			Expect(errors.As(t.Err, &nr)).To(BeTrue(), "%v", t.Err)
-			Expect(t.Err.Error()).To(ContainSubstring("operator to 1.0.0"))
-			Expect(res.Task("0000_10_slow_01_cm.yaml").Outcome).To(Equal(applier.OutcomeSkipped))
-			Expect(res.Task("0000_10_other_00_cm.yaml").Outcome).To(Equal(applier.OutcomeApplied))
-			Expect(res.Task("0000_20_bar_00_cm.yaml").Outcome).To(Equal(applier.OutcomeSkipped))
-			Expect(getCO(ctx, coName)()).To(And(
-				matchers.HaveClusterOperatorCondition("Degraded", "True", applier.ReasonClusterOperatorNotReady),
-				matchers.HaveClusterOperatorCondition("Available", "False", applier.ReasonInstalling)))
-
-			// Without the slow operator, a ClusterOperator manifest declaring no versions is an error.
-			b.Remove("0000_10_slow_00_clusteroperator.yaml")
-			res = run(a, b, applier.ModeInstall)
-			Expect(res.Task("0000_20_bar_01_noversions.yaml").Err).To(MatchError(ContainSubstring("does not declare expected versions")))
-		})
 	})
 
 	It("fails a manifest without a name, naming the file", func() {

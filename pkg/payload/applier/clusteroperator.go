@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,16 +15,18 @@ import (
 	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 )
 
-// ClusterOperatorNotReadyError: a payload ClusterOperator did not report the manifest's versions in time.
+// ClusterOperatorNotReadyError: a payload ClusterOperator did not become ready (available, not
+// degraded, at the payload versions outside an install) within Options.ClusterOperatorTimeout.
 type ClusterOperatorNotReadyError struct {
-	Name    string
-	Undone  []string // e.g. "operator from 1.0.0 to 2.0.0"
+	Name string
+	// Waiting is what was missing at the last look, e.g. "updating versions: operator from 1.0.0 to 2.0.0".
+	Waiting string
 	Timeout time.Duration
 }
 
 func (e *ClusterOperatorNotReadyError) Error() string {
-	return fmt.Sprintf("cluster operator %s has not reached the payload versions within %s: %s",
-		e.Name, e.Timeout, strings.Join(e.Undone, ", "))
+	return fmt.Sprintf("cluster operator %s has not become ready within %s: %s; its operator must report it (or raise --cluster-operator-timeout)",
+		e.Name, e.Timeout, e.Waiting)
 }
 
 // manifestVersions reads status.versions of a ClusterOperator manifest.
@@ -125,13 +126,13 @@ func (a *Applier) precreateClusterOperators(ctx context.Context, run *runState, 
 }
 
 // clusterOperatorTask waits (bounded by Options.ClusterOperatorTimeout) until the live ClusterOperator
-// reports every name/version pair of the manifest's status.versions, like the CVO; the manifest
-// itself is not applied (its operator owns the status).
+// is healthy as the CVO judges it (judgeClusterOperator); the manifest itself is not applied (its
+// operator owns the status).
 func (a *Applier) clusterOperatorTask(ctx context.Context, run *runState, t target) error {
 	name := t.m.Obj.GetName()
 	expected := manifestVersions(t.m.Obj)
 	if len(expected) == 0 {
-		return fmt.Errorf("cluster operator %s does not declare expected versions", name)
+		return fmt.Errorf("cluster operator %s does not declare expected versions: its manifest %s needs status.versions (at least name: operator)", name, t.m.Ref())
 	}
 	if _, err := a.ensureClusterOperator(ctx, t.m.Obj); err != nil {
 		return fmt.Errorf("cannot create cluster operator %s: %w", name, err)
@@ -139,7 +140,8 @@ func (a *Applier) clusterOperatorTask(ctx context.Context, run *runState, t targ
 	if err := a.endDeleteRecord(ctx, run, t.m, t.resource); err != nil {
 		return err
 	}
-	var undone []string
+	started := a.coWaits.start(name, a.opts.Now())
+	var last coVerdict
 	var lastErr error
 	waiting := false
 	defer func() {
@@ -149,45 +151,55 @@ func (a *Applier) clusterOperatorTask(ctx context.Context, run *runState, t targ
 	}()
 	wctx, cancel := context.WithTimeout(ctx, a.opts.ClusterOperatorTimeout)
 	defer cancel()
-	err := wait.PollUntilContextCancel(wctx, a.opts.PollInterval, true, func(pctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(wctx, a.opts.PollInterval, true, func(context.Context) (bool, error) {
 		var co configv1.ClusterOperator
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(configv1.ClusterOperatorGVK)
-		if err := a.c.Get(pctx, client.ObjectKey{Name: name}, live); err != nil {
+		// The Get uses the pass's context: cut by the wait's deadline, its error would hide the last look.
+		if err := a.c.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
 			// Keep polling through any error (it may be recreated, or the API may blip); the timeout bounds it.
-			if pctx.Err() == nil {
-				lastErr = err
-			}
+			lastErr = err
 			return false, nil
 		}
 		if err := fromUnstructured(live, &co); err != nil {
 			return false, err
 		}
 		lastErr = nil
-		undone = undoneVersions(expected, co.Status.Versions)
-		if len(undone) == 0 {
+		v := judgeClusterOperator(expected, &co, run.mode, a.opts.Now().Sub(started), a.opts.ClusterOperatorDegradedGrace)
+		if v.done || v.fail != nil {
+			last = v
 			return true, nil
 		}
+		if v.waiting != last.waiting {
+			a.message(run, t.m, SeverityInfo, fmt.Sprintf("Waiting on cluster operator %s: %s.", name, v.waiting))
+		}
+		last = v
 		if !waiting {
 			waiting = true
-			a.message(run, t.m, SeverityInfo, fmt.Sprintf("Waiting on cluster operator %s: %s.", name, strings.Join(undone, ", ")))
 			a.setWaiting(ctx, run, name, true)
 		}
 		return false, nil
 	})
 	switch {
+	case err == nil && last.fail != nil:
+		return last.fail
 	case err == nil:
 	case ctx.Err() != nil:
 		return fmt.Errorf("waiting on cluster operator %s: %w", name, ctx.Err())
 	case wctx.Err() != nil:
+		nr := &ClusterOperatorNotReadyError{Name: name, Waiting: last.waiting, Timeout: a.opts.ClusterOperatorTimeout}
 		if lastErr != nil {
-			undone = append(undone, fmt.Sprintf("cannot get it: %v", lastErr))
+			nr.Waiting = fmt.Sprintf("cannot get it: %v", lastErr)
 		}
-		return &ClusterOperatorNotReadyError{Name: name, Undone: undone, Timeout: a.opts.ClusterOperatorTimeout}
+		return nr
 	default:
 		return fmt.Errorf("waiting on cluster operator %s: %w", name, err)
 	}
-	a.message(run, t.m, SeverityInfo, fmt.Sprintf("Cluster operator %s reports the payload versions.", name))
+	a.coWaits.end(name)
+	if last.report != "" {
+		a.message(run, t.m, SeverityWarning, last.report)
+	}
+	a.message(run, t.m, SeverityInfo, fmt.Sprintf("Cluster operator %s is ready.", name))
 	run.setOutcome(t.m, OutcomeClusterOperatorReady)
 	return nil
 }

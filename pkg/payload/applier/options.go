@@ -59,6 +59,10 @@ type Options struct {
 	MaxParallelism int
 	// ClusterOperatorTimeout bounds the wait for a payload ClusterOperator to report its versions.
 	ClusterOperatorTimeout time.Duration
+	// ClusterOperatorDegradedGrace is how long an update or reconcile waits on a degraded payload
+	// ClusterOperator (counted from the start of its wait, across passes) before its task fails
+	// (default 40m, the CVO's).
+	ClusterOperatorDegradedGrace time.Duration
 	// PollInterval is how often a ClusterOperator is polled while waiting.
 	PollInterval time.Duration
 	// TaskRetryTimeout bounds the in-pass retries of transient errors (no REST mapping yet, conflicts,
@@ -86,6 +90,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ClusterOperatorTimeout <= 0 {
 		o.ClusterOperatorTimeout = DefaultClusterOperatorTimeout
+	}
+	if o.ClusterOperatorDegradedGrace <= 0 {
+		o.ClusterOperatorDegradedGrace = DefaultClusterOperatorDegradedGrace
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval

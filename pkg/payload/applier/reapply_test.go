@@ -6,8 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
@@ -19,21 +17,19 @@ import (
 // record of its object, pending or verified. Both specs fail on an applier that keeps the record.
 var _ = Describe("payload applier: a marked object shipped again", func() {
 	var (
-		ctx                  context.Context
-		sysNS, appNS, coName string
-		base                 *pt.Builder
-		newOwned             func() *applier.Applier
+		ctx      context.Context
+		e        specEnv
+		appNS    string
+		base     *pt.Builder
+		newOwned func() *applier.Applier
 	)
 	const file = "0000_10_app_00_obj.yaml"
 
 	BeforeEach(func() {
 		ctx = context.Background()
-		sysNS, appNS, coName = unique("applier"), unique("app"), unique("payload-applier")
-		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sysNS}})).To(Succeed())
-		base = pt.New("1.0.0").File(crdFile, pt.CRD(widgetGroup, "Widget", widgetsCRDPlural, true)).File(nsFile, pt.Namespace(appNS))
-		newOwned = func() *applier.Applier {
-			return newApplier(applier.Options{Namespace: sysNS, ClusterOperatorName: coName})
-		}
+		e = newSpecEnv(ctx)
+		appNS, base = e.appNS, e.base
+		newOwned = func() *applier.Applier { return e.applier(applier.Options{}) }
 	})
 
 	It("ends a pending delete, so Upgradeable clears and a minor update proceeds, also after a restart", func() {
@@ -55,7 +51,7 @@ var _ = Describe("payload applier: a marked object shipped again", func() {
 		Expect(specsTexts(res, file)).To(ContainElement(applier.MsgDeleteRecordEnded(w, applier.DeleteRecord{})))
 		Expect(res.DeletesInProgress).To(BeEmpty())
 		Expect(res.Upgradeable).To(BeTrue())
-		Eventually(getCO(ctx, coName)).Should(matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
+		Eventually(getCO(ctx, e.coName)).Should(matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
 
 		By("a restarted applier does not bring the record back, and a minor update is not blocked")
 		a = newOwned()

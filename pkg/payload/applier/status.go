@@ -28,8 +28,11 @@ const (
 	ReasonApplyFailed               = "ApplyFailed"
 	ReasonInvalidDeleteAnnotation   = "InvalidDeleteAnnotation"
 	ReasonClusterOperatorNotReady   = "ClusterOperatorNotReady"
-	ReasonMultipleErrors            = "MultipleErrors"
-	ReasonUpgradeBlocked            = "UpgradeBlocked"
+	// The CVO's reasons for these two (pkg/cvo/internal/operatorstatus.go).
+	ReasonClusterOperatorNotAvailable = "ClusterOperatorNotAvailable"
+	ReasonClusterOperatorDegraded     = "ClusterOperatorDegraded"
+	ReasonMultipleErrors              = "MultipleErrors"
+	ReasonUpgradeBlocked              = "UpgradeBlocked"
 )
 
 type phase int
@@ -197,11 +200,17 @@ func failureReason(e *PassError) string {
 	}
 	var inv *payload.InvalidDeleteAnnotationError
 	var nr *ClusterOperatorNotReadyError
+	var na *ClusterOperatorNotAvailableError
+	var dg *ClusterOperatorDegradedError
 	switch {
 	case errors.As(e.Errors[0].Err, &inv):
 		return ReasonInvalidDeleteAnnotation
 	case errors.As(e.Errors[0].Err, &nr):
 		return ReasonClusterOperatorNotReady
+	case errors.As(e.Errors[0].Err, &na):
+		return ReasonClusterOperatorNotAvailable
+	case errors.As(e.Errors[0].Err, &dg):
+		return ReasonClusterOperatorDegraded
 	}
 	return ReasonApplyFailed
 }
