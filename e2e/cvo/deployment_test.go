@@ -132,14 +132,23 @@ func setPayload(ctx context.Context, e *specs.PayloadEnv, pa *components.Payload
 // deleteRecord reads the Deployment's persisted delete progress for obj.
 func deleteRecord(ctx context.Context, e *specs.PayloadEnv, pa *components.PayloadApplier, o obj) applier.DeleteRecord {
 	GinkgoHelper()
+	d, found := findDeleteRecord(ctx, e, pa, o)
+	if !found {
+		Fail("no delete record for " + specs.ResourceOf(o).String() + " in the applier's state")
+	}
+	return d
+}
+
+// findDeleteRecord reads the Deployment's persisted delete progress for obj, if it has any.
+func findDeleteRecord(ctx context.Context, e *specs.PayloadEnv, pa *components.PayloadApplier, o obj) (applier.DeleteRecord, bool) {
+	GinkgoHelper()
 	state, err := pa.State(ctx, e.ClusterOperator)
 	Expect(err).NotTo(HaveOccurred())
 	key := specs.ResourceOf(o).Key()
 	for _, d := range state.Deletes {
 		if d.Resource.Key() == key {
-			return d
+			return d, true
 		}
 	}
-	Fail("no delete record for " + specs.ResourceOf(o).String() + " in the applier's state")
-	return applier.DeleteRecord{}
+	return applier.DeleteRecord{}, false
 }
