@@ -40,7 +40,7 @@ var _ = Describe("Operand cleanup in the middle of a lifecycle", Label("operand-
 
 		By("deleting " + next.Name + " while " + v1.Name + " is Replacing and still runs the operator")
 		Expect(k8s.Delete(ctx, next)).To(Succeed())
-		Eventually(liveCSV(ctx, next)).WithContext(ctx).WithTimeout(time.Minute).Should(matchers.BeGone())
+		Eventually(func() error { _, err := liveCSV(ctx, next)(); return err }).WithContext(ctx).WithTimeout(time.Minute).Should(matchers.BeGone())
 		Consistently(func() error { return widgetsPresent(ctx, watched) }).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
 		Expect(liveCSV(ctx, v1)()).To(matchers.HaveCleanupEnabled(true), "the user's opt-in stays on %s", v1.Name)
 

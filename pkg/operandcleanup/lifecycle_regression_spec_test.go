@@ -9,6 +9,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,14 +20,7 @@ import (
 // controller before the fix.
 var _ = Describe("lifecycle regressions", func() {
 	It("case 1: deleting a pending successor while its predecessor still runs deletes nothing", func() {
-		ns := newNamespace("succ-deleted")
-		opts := []csvOpt{targetNamespaces(ns), owns(widgetKind)}
-		v1 := createCSV(ns, "op.v1", append(opts, cleanupEnabled(true))...)
-		Eventually(csvFinalizers(keyOf(v1))).Should(ContainElement(Finalizer))
-		widgets := createOperands(widgetKind, ns, "w", 3)
-
-		v2 := createCSVWithStatus(ns, "op.v2", v1alpha1.CSVPhasePending, v1alpha1.CSVReasonRequirementsUnknown, append(opts, replaces("op.v1"))...)
-		setPhase(v1, v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced)
+		_, _, _, v2, widgets := midUpgrade("succ-deleted")
 		Eventually(csvFinalizers(keyOf(v2))).Should(ContainElement(Finalizer), "v2 inherited the opt-in")
 		deleteCSV(v2)
 		Eventually(csvGone(keyOf(v2))).Should(BeTrue())
@@ -35,14 +29,7 @@ var _ = Describe("lifecycle regressions", func() {
 	})
 
 	It("case 2: the opt-in survives a deleted successor and reaches the next upgrades", func() {
-		ns := newNamespace("optin-kept")
-		opts := []csvOpt{targetNamespaces(ns), owns(widgetKind)}
-		v1 := createCSV(ns, "op.v1", append(opts, cleanupEnabled(true))...)
-		Eventually(csvFinalizers(keyOf(v1))).Should(ContainElement(Finalizer))
-		widgets := createOperands(widgetKind, ns, "w", 2)
-
-		v2 := createCSVWithStatus(ns, "op.v2", v1alpha1.CSVPhasePending, v1alpha1.CSVReasonRequirementsUnknown, append(opts, replaces("op.v1"))...)
-		setPhase(v1, v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced)
+		ns, opts, v1, v2, widgets := midUpgrade("optin-kept")
 		Eventually(cleanupEnabledOf(keyOf(v2))).Should(BeTrue())
 		deleteCSV(v2)
 		Eventually(csvGone(keyOf(v2))).Should(BeTrue())
@@ -168,6 +155,19 @@ var _ = Describe("lifecycle regressions", func() {
 		updateCSV(keyOf(csv), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = nil })
 	})
 })
+
+// midUpgrade installs op.v1 with cleanup enabled and two Widgets, then starts an upgrade to op.v2 that
+// stays Pending while op.v1 is Replacing (as OLM leaves them until op.v2 succeeds).
+func midUpgrade(prefix string) (string, []csvOpt, *v1alpha1.ClusterServiceVersion, *v1alpha1.ClusterServiceVersion, []*unstructured.Unstructured) {
+	ns := newNamespace(prefix)
+	opts := []csvOpt{targetNamespaces(ns), owns(widgetKind)}
+	v1 := createCSV(ns, "op.v1", append(opts, cleanupEnabled(true))...)
+	Eventually(csvFinalizers(keyOf(v1))).Should(ContainElement(Finalizer))
+	widgets := createOperands(widgetKind, ns, "w", 2)
+	v2 := createCSVWithStatus(ns, "op.v2", v1alpha1.CSVPhasePending, v1alpha1.CSVReasonRequirementsUnknown, append(opts, replaces("op.v1"))...)
+	setPhase(v1, v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced)
+	return ns, opts, v1, v2, widgets
+}
 
 // olmTargetRBAC creates what OLM copies into a target namespace for a SingleNamespace operator: a Role
 // and RoleBinding labelled for the copied CSV there (olm.owner.namespace=target) with olm.copiedFrom.

@@ -92,9 +92,10 @@ var _ = Describe("randomized lifecycle", Serial, Label("lifecycle"), func() {
 		unsafeIgnoreOtherCSVs.Store(true)
 		DeferCleanup(func() { unsafeIgnoreOtherCSVs.Store(false) })
 		// A fixed seed range: the generator is deterministic, the bound is what make test can afford.
-		res := runSequences(envInt(envSeed+"_BROKEN", 1), int(envInt(envSequences+"_BROKEN", 12)), 18, 0)
-		AddReportEntry("lifecycle (broken controller)", fmt.Sprintf("caught after %d sequences, %d operations", res.sequences, res.steps))
+		res := runSequences(envInt(envSeed+"_BROKEN", 1), int(envInt(envSequences+"_BROKEN", 12)), 18, 10)
+		AddReportEntry("lifecycle (broken controller)", fmt.Sprintf("caught after %d sequences, %d operations; shrunk to %d", res.sequences, res.steps, len(res.ops)))
 		Expect(res.violations).NotTo(BeEmpty(), "the broken controller went unnoticed over %d sequences (%d operations)", res.sequences, res.steps)
 		GinkgoWriter.Println("caught as expected:\n" + res.failure())
+		Expect(len(res.ops)).To(BeNumerically("<", 18), "the shrinker should have dropped operations the violation does not need")
 	})
 })
