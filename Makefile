@@ -18,7 +18,7 @@ tools: ## build kube-apiserver, kube-controller-manager, etcd and olm from the G
 test: tools ## unit tests + every suite on the envtest provider + the example consumer (CI stage 1)
 	@scripts/test.sh
 
-flake-hunt: tools ## make test FLAKE_HUNT_RUNS times (default 20, every second under stress-ng), then the e2e suites on envtest with ginkgo --repeat; per-test runs and failures in ARTIFACTS/flake-hunt
+flake-hunt: ## make test FLAKE_HUNT_RUNS times (default 20, every second under stress-ng), then the e2e suites on envtest with ginkgo --repeat; per-test runs and failures in ARTIFACTS/flake-hunt
 	@scripts/flake-hunt.sh
 
 test-kind: ## the kind tier's own tests against Docker (provider lifecycle, Ctrl-C during make e2e)

@@ -81,7 +81,7 @@ if [ "$e2e_repeats" -gt 0 ]; then
     go run github.com/onsi/ginkgo/v2/ginkgo run -r --procs="${GINKGO_PROCS:-2}" --randomize-all --keep-going \
       --repeat=$((e2e_repeats - 1)) --timeout="${E2E_TIMEOUT:-6h}" \
       ${GINKGO_LABEL_FILTER:+--label-filter="$GINKGO_LABEL_FILTER"} "${FLAKE_HUNT_E2E:-./e2e}" >"$e2e/log" 2>&1 || e2e_rc=$?
-  log "e2e repeats: rc=$e2e_rc; $(grep -E 'This was attempt|Tests failed on attempt' "$e2e/log" | tail -n 1)"
+  log "e2e repeats: rc=$e2e_rc, $(find "$e2e/junit" -name 'junit-*.xml' | wc -l) suite reports; $(grep -E 'Tests failed on attempt' "$e2e/log" || echo 'no attempt failed')"
 fi
 
 # Per test over every run's JUnit: make test's (unit tests, each suite's per-spec report, the examples)
