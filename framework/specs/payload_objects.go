@@ -3,19 +3,15 @@ package specs
 import (
 	"context"
 	"sort"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
-	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
 )
 
@@ -110,68 +106,6 @@ func GetObject(ctx context.Context, c client.Client, obj *unstructured.Unstructu
 func ReleaseHold(ctx context.Context, c client.Client, obj *unstructured.Unstructured) {
 	GinkgoHelper()
 	release(ctx, c, obj)
-}
-
-// GetClusterOperator returns a getter of a ClusterOperator, for Eventually and the matchers.
-func GetClusterOperator(ctx context.Context, c client.Client, name string) func() (*unstructured.Unstructured, error) {
-	return func() (*unstructured.Unstructured, error) {
-		return GetObject(ctx, c, clusterOperatorObject(name))
-	}
-}
-
-func clusterOperatorObject(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{}}}
-	u.SetGroupVersionKind(configv1.ClusterOperatorGVK)
-	u.SetName(name)
-	return u
-}
-
-// ReportClusterOperators stands in for the operators of the payload's ClusterOperators (those not
-// marked for deletion): each is created if missing and made to report the versions its manifest
-// expects, Available and not Degraded, so the applier's wait for them ends at once.
-func (e *PayloadEnv) ReportClusterOperators(ctx context.Context, b *payloadtest.Builder) {
-	GinkgoHelper()
-	for _, m := range e.Load(b).Manifests {
-		if m.IsClusterOperator() && !marked(m) {
-			Expect(ReportClusterOperator(ctx, e.Cluster.Client, m.Obj)).To(Succeed(), "report versions of cluster operator %s", m.Obj.GetName())
-		}
-	}
-}
-
-// ReportClusterOperator sets status.versions of the ClusterOperator named by manifest to the versions
-// the manifest lists, with Available=True, Degraded=False and Progressing=False (what the applier,
-// like the CVO, waits for), creating it if needed.
-func ReportClusterOperator(ctx context.Context, c client.Client, manifest *unstructured.Unstructured) error {
-	versions, _, err := unstructured.NestedSlice(manifest.Object, "status", "versions")
-	if err != nil {
-		return err
-	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		live, err := GetObject(ctx, c, clusterOperatorObject(manifest.GetName()))
-		if apierrors.IsNotFound(err) {
-			live = clusterOperatorObject(manifest.GetName())
-			err = c.Create(ctx, live)
-		}
-		if err != nil {
-			return err
-		}
-		if err := unstructured.SetNestedSlice(live.Object, versions, "status", "versions"); err != nil {
-			return err
-		}
-		if err := unstructured.SetNestedSlice(live.Object, healthyConditions(), "status", "conditions"); err != nil {
-			return err
-		}
-		return c.Status().Update(ctx, live)
-	})
-}
-
-// healthyConditions are the conditions of an operator that finished rolling out.
-func healthyConditions() []interface{} {
-	now := metav1.Now().UTC().Format(time.RFC3339)
-	cond := func(t, status string) interface{} {
-		return map[string]interface{}{"type": t, "status": status, "reason": "AsExpected", "lastTransitionTime": now}
-	}
-	return []interface{}{cond("Available", "True"), cond("Degraded", "False"), cond("Progressing", "False")}
 }
 
 // deleteObjects deletes objs in reverse order, stripping finalizers first (except a CRD's, whose
