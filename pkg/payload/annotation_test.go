@@ -73,7 +73,7 @@ func TestClassifyUpdateAndCanUpgrade(t *testing.T) {
 		{"4.15.3", "4.15.9", payload.UpdatePatch, true},
 		{"4.15.3", "4.15.3-rc.1", payload.UpdatePatch, true},
 		{"4.15.3", "4.16.0", payload.UpdateMinor, false},
-		{"v4.15", "4.14.2", payload.UpdateMinor, false},
+		{"v4.15", "4.14.2", payload.UpdateMinor, true}, // not SemVer and a downgrade: the CVO does not gate it
 		{"4.15.3", "5.0.0", payload.UpdateMajor, false},
 	}
 	for _, tc := range cases {

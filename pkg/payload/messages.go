@@ -54,14 +54,14 @@ func UpgradeableMessage(resources []string) string {
 }
 
 // CanUpgrade decides whether an upgrade from current to target may start while the given deletions
-// are unverified: z-stream (patch) updates always may; minor and major updates may not while any
-// deletion is in progress. The message explains a refusal.
+// are unverified: only a minor or major step forward is refused while any deletion is in progress
+// (UpgradeGate). The message explains a refusal.
 func CanUpgrade(current, target string, deletesInProgress []string) (bool, string, error) {
-	kind, err := ClassifyUpdate(current, target)
+	gated, _, err := UpgradeGate(current, target)
 	if err != nil {
 		return false, "", err
 	}
-	if kind.Gated() && len(deletesInProgress) > 0 {
+	if gated && len(deletesInProgress) > 0 {
 		return false, UpgradeableMessage(deletesInProgress), nil
 	}
 	return true, "", nil

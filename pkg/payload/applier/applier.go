@@ -121,20 +121,13 @@ func (a *Applier) Run(ctx context.Context, p *payload.Payload, mode Mode) (Resul
 	}
 	prev, _ := a.state.version()
 	res.PreviousVersion = prev
-	kind, err := payload.ClassifyUpdate(prev, p.Version)
-	if err != nil {
-		a.message(run, nil, SeverityWarning, fmt.Sprintf("Cannot compare versions %q and %q (%v); treating the update as a minor update.", prev, p.Version, err))
-		kind = payload.UpdateMinor
-	}
-	res.UpdateKind = kind
+	res.UpdateKind, _ = payload.ClassifyUpdate(prev, p.Version) // "" when a version does not parse
 
 	// Deletions no longer in this payload are still checked, so Upgradeable can clear.
 	a.refreshOrphanDeletes(ctx, run, p)
 
-	if mode == ModeUpdate && kind.Gated() && !a.opts.Force {
-		if pending := a.verifyInProgress(ctx, run); len(pending) > 0 {
-			msg := payload.UpgradeableMessage(pending)
-			berr := &UpgradeBlockedError{Current: prev, Target: p.Version, Kind: kind, Message: msg}
+	if mode == ModeUpdate && !a.opts.Force {
+		if berr := a.upgradeBlocked(ctx, run, prev, p.Version, res.UpdateKind); berr != nil {
 			a.message(run, nil, SeverityWarning, berr.Error())
 			res.Err = berr
 			a.writeStatus(ctx, statusInput{run: run, phase: phaseBlocked, err: berr})
@@ -220,9 +213,9 @@ func (a *Applier) State(ctx context.Context) (State, error) {
 	return a.state.snapshot(), nil
 }
 
-// CanUpgradeTo reports whether an update from the current version to version may start: z-stream
-// updates always may; minor and major updates may not while deletions are in progress (the message
-// is then the Upgradeable=False message).
+// CanUpgradeTo reports whether an update from the current version to version may start: only a
+// minor or major step forward may not while deletions are in progress (payload.UpgradeGate; the
+// message is then the Upgradeable=False message).
 func (a *Applier) CanUpgradeTo(ctx context.Context, version string) (bool, string, error) {
 	if err := a.state.load(ctx); err != nil {
 		return false, "", err

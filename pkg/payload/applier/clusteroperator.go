@@ -98,10 +98,30 @@ func (a *Applier) ensureClusterOperator(ctx context.Context, m *unstructured.Uns
 	if !apierrors.IsNotFound(err) {
 		return false, err
 	}
-	if err := a.c.Create(ctx, newClusterOperator(m)); err != nil && !apierrors.IsAlreadyExists(err) {
+	co := newClusterOperator(m)
+	if err := a.c.Create(ctx, co); apierrors.IsAlreadyExists(err) {
+		return false, nil
+	} else if err != nil {
 		return false, err
 	}
-	return true, nil
+	return true, a.fillRelatedObjects(ctx, co, m)
+}
+
+// fillRelatedObjects copies the manifest's status.relatedObjects into a ClusterOperator just
+// created, as the CVO's pre-creation does, so must-gather finds them before the operator runs. A
+// conflict means the operator already wrote its status: it wins.
+func (a *Applier) fillRelatedObjects(ctx context.Context, created, m *unstructured.Unstructured) error {
+	related, found, _ := unstructured.NestedSlice(m.Object, "status", "relatedObjects")
+	if !found || len(related) == 0 {
+		return nil
+	}
+	if err := unstructured.SetNestedSlice(created.Object, related, "status", "relatedObjects"); err != nil {
+		return fmt.Errorf("cluster operator %s: manifest status.relatedObjects: %w", m.GetName(), err)
+	}
+	if err := a.c.Status().Update(ctx, created); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("cannot set status.relatedObjects of cluster operator %s: %w", m.GetName(), err)
+	}
+	return nil
 }
 
 // precreateClusterOperators creates the payload's ClusterOperators (without status) when missing, at

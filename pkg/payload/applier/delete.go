@@ -45,6 +45,17 @@ func (a *Applier) getLive(ctx context.Context, r payload.Resource) (*unstructure
 // does one Get and reports progress. Install and reconcile never issue a Delete (nothing is created).
 func (a *Applier) deleteTask(ctx context.Context, run *runState, t target) error {
 	live, found, err := a.getLive(ctx, t.resource)
+	if rec, tracked := a.state.get(t.resource); err != nil && tracked {
+		// Like the CVO, a failed look at a delete already tracked does not fail the task: its
+		// progress is simply unknown until the next pass.
+		a.message(run, t.m, SeverityWarning, fmt.Sprintf("Cannot check delete progress of %s: %v", t.resource, err))
+		outcome := OutcomeDeleteInProgress
+		if !rec.InProgress() {
+			outcome = OutcomeDeleted
+		}
+		run.setOutcome(t.m, outcome)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("cannot get %s to delete: %w", t.resource, err)
 	}

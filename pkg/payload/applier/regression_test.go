@@ -50,7 +50,7 @@ var _ = Describe("payload applier: custom resources without their CRD", func() {
 		Expect(res.Completed).To(BeTrue())
 		ghost := payload.Resource{Group: group, Version: "v1", Kind: "Ghost", Namespace: appNS, Name: "g1"}
 		Expect(res.Warnings()).To(Equal([]string{payload.MsgNotFound(ghost)}))
-		Expect(res.Warnings()[0]).To(Equal(`ghost "` + appNS + `/g1" not found. It either has already been removed or it has never been installed on this cluster.`))
+		Expect(res.Warnings()[0]).To(Equal(`Ghost "` + appNS + `/g1" not found. It either has already been removed or it has never been installed on this cluster.`))
 		t := res.Task(file)
 		Expect(t.Outcome).To(Equal(applier.OutcomeDeleted))
 		Expect(t.Err).NotTo(HaveOccurred())

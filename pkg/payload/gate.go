@@ -1,0 +1,50 @@
+package payload
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// reSemVer is SemVer 2.0.0 as blang/semver (the CVO's parser) accepts it: three numbers without
+// leading zeros or a "v", then optional pre-release and build.
+var reSemVer = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
+
+// UpgradeGate decides like the CVO's Upgradeable precondition
+// (pkg/payload/precondition/clusterversion/upgradeable.go) whether Upgradeable=False may block an
+// update from current to target. Only a minor or major step forward is gated: not a first install,
+// a z-stream, a re-apply or a downgrade. A current version that is not SemVer does not block but
+// gets a warning (the CVO's InvalidCurrentVersion, non-blocking); a target that is not SemVer is an
+// error (InvalidDesiredVersion, blocking).
+func UpgradeGate(current, target string) (gated bool, warning string, err error) {
+	if current == "" || current == target {
+		return false, "", nil
+	}
+	c, okCurrent := parseSemVer(current)
+	if !okCurrent {
+		return false, fmt.Sprintf("The current version %q is not SemVer (major.minor.patch); the Upgradeable precondition is not checked for the update to %q.", current, target), nil
+	}
+	t, okTarget := parseSemVer(target)
+	if !okTarget {
+		return false, "", fmt.Errorf("target version %q is not SemVer (major.minor.patch, e.g. 4.16.3): set release-metadata's version", target)
+	}
+	forward := t[0] > c[0] || (t[0] == c[0] && t[1] > c[1])
+	return forward, "", nil
+}
+
+// parseSemVer returns major, minor and patch of a SemVer version.
+func parseSemVer(v string) ([3]uint64, bool) {
+	m := reSemVer.FindStringSubmatch(v)
+	if m == nil {
+		return [3]uint64{}, false
+	}
+	var out [3]uint64
+	for i := range out {
+		n, err := strconv.ParseUint(m[i+1], 10, 64)
+		if err != nil {
+			return out, false
+		}
+		out[i] = n
+	}
+	return out, true
+}

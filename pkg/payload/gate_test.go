@@ -1,0 +1,49 @@
+package payload
+
+import (
+	"strings"
+	"testing"
+)
+
+// Issue 13 item 5: the Upgradeable precondition gates only minor and major steps forward, warns on
+// a current version that is not SemVer and refuses a target that is not.
+func TestUpgradeGateLikeTheCVOPrecondition(t *testing.T) {
+	for _, tc := range []struct {
+		current, target string
+		gated, warns    bool
+		err             bool
+	}{
+		{current: "", target: "1.0.0"},
+		{current: "1.0.0", target: "1.0.0"},
+		{current: "1.0.0", target: "1.0.1"},
+		{current: "1.0.5", target: "1.0.1"},
+		{current: "1.0.0", target: "1.1.0", gated: true},
+		{current: "1.9.0", target: "2.0.0", gated: true},
+		{current: "1.2.0", target: "1.1.9"}, // minor downgrade: the Rollback precondition's business
+		{current: "2.0.0", target: "1.5.0"}, // major downgrade
+		{current: "1.1.0-rc.1", target: "1.2.0", gated: true},
+		{current: "1.1", target: "1.2.0", warns: true}, // not SemVer: warn, do not block
+		{current: "v1.1.0", target: "1.2.0", warns: true},
+		{current: "1.1.0", target: "1.2", err: true},
+		{current: "1.1.0", target: "latest", err: true},
+	} {
+		gated, warning, err := UpgradeGate(tc.current, tc.target)
+		if gated != tc.gated || (warning != "") != tc.warns || (err != nil) != tc.err {
+			t.Errorf("UpgradeGate(%q, %q) = %v, %q, %v; want gated=%v warns=%v err=%v", tc.current, tc.target, gated, warning, err, tc.gated, tc.warns, tc.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), tc.target) {
+			t.Errorf("the error must name the target version %q: %v", tc.target, err)
+		}
+	}
+}
+
+func TestCanUpgradeIgnoresDeletesForADowngrade(t *testing.T) {
+	ok, _, err := CanUpgrade("1.2.0", "1.1.0", []string{`configmap "ns/x"`})
+	if !ok || err != nil {
+		t.Fatalf("a minor downgrade is not gated: ok=%v err=%v", ok, err)
+	}
+	ok, msg, _ := CanUpgrade("1.1.0", "1.2.0", []string{`configmap "ns/x"`})
+	if ok || !strings.Contains(msg, `resources=configmap "ns/x"`) {
+		t.Fatalf("a minor update is gated: ok=%v msg=%q", ok, msg)
+	}
+}
