@@ -53,6 +53,7 @@ func ParseFlags(args []string, getenv func(string) string) (*Flags, error) {
 	fs.StringVar(&f.Options.StateConfigMapName, "state-configmap", "", "ConfigMap persisting delete progress (default <cluster-operator>-state)")
 	fs.IntVar(&f.Options.MaxParallelism, "max-parallelism", DefaultMaxParallelism, "components of one run level applied at once")
 	fs.DurationVar(&f.Options.ClusterOperatorTimeout, "cluster-operator-timeout", DefaultClusterOperatorTimeout, "how long to wait for a payload ClusterOperator to report its versions")
+	fs.DurationVar(&f.Options.ClusterOperatorDegradedGrace, "cluster-operator-degraded-grace", DefaultClusterOperatorDegradedGrace, "how long an update waits on a degraded payload ClusterOperator before failing (the CVO's 40m)")
 	fs.DurationVar(&f.Options.TaskRetryTimeout, "task-retry-timeout", DefaultTaskRetryTimeout, "in-pass retries of transient errors")
 	fs.BoolVar(&f.Options.Force, "force", false, "start minor/major updates even while Upgradeable=False")
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "0", "accepted for compatibility; nothing is served")
