@@ -5,21 +5,19 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/deletions"
 )
 
 // lifecycleKind is the operand type of the randomized lifecycle test, owned by no other spec's CSV, so
@@ -29,75 +27,12 @@ var lifecycleKind = testKind{"gears", "Gear", true}
 // olmFinalizer is OLM's own CSV finalizer (v0.27+), removed by the simulated OLM (opOLM).
 const olmFinalizer = "operators.coreos.com/csv-cleanup"
 
-// deletion is one operand deletion the recorder saw: deletionTimestamp set, or removal.
-type deletion struct {
-	uid       types.UID
-	namespace string
-	name      string
-	step      int
-	at        time.Time
-}
-
-// deletionRecorder watches every Gear in the cluster and records the first deletion of each UID with the
-// step during which it was seen. Sentinels created by barrier() order its view with the runner's steps:
-// one watch delivers events in resourceVersion order, so once a sentinel is seen, every deletion before
-// it has been recorded.
-type deletionRecorder struct {
-	mu        sync.Mutex
-	step      int
-	seen      map[types.UID]bool
-	deletions []deletion
-	sentinels map[string]bool
-	stop      func()
-}
-
-func startRecorder() *deletionRecorder {
-	dyn, err := dynamic.NewForConfig(tenv.cfg)
-	Expect(err).NotTo(HaveOccurred())
+// startRecorder records every Gear deletion in the cluster (framework/deletions).
+func startRecorder() *deletions.Recorder {
 	gvr := schema.GroupVersionResource{Group: testGroup, Version: testVersion, Resource: lifecycleKind.Plural}
-	w, err := dyn.Resource(gvr).Watch(ctx, metav1.ListOptions{})
+	rec, err := deletions.Start(ctx, tenv.cfg, gvr)
 	Expect(err).NotTo(HaveOccurred())
-	rec := &deletionRecorder{seen: map[types.UID]bool{}, sentinels: map[string]bool{}, stop: w.Stop}
-	go func() {
-		for ev := range w.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			rec.mu.Lock()
-			switch {
-			case ev.Type == watch.Added && strings.HasPrefix(u.GetName(), "sentinel-"):
-				rec.sentinels[u.GetName()] = true
-			case ev.Type == watch.Deleted || (ev.Type == watch.Modified && u.GetDeletionTimestamp() != nil):
-				if !rec.seen[u.GetUID()] {
-					rec.seen[u.GetUID()] = true
-					rec.deletions = append(rec.deletions, deletion{uid: u.GetUID(), namespace: u.GetNamespace(), name: u.GetName(), step: rec.step, at: time.Now()})
-				}
-			}
-			rec.mu.Unlock()
-		}
-	}()
 	return rec
-}
-
-func (rec *deletionRecorder) setStep(i int) {
-	rec.mu.Lock()
-	rec.step = i
-	rec.mu.Unlock()
-}
-
-func (rec *deletionRecorder) sawSentinel(name string) func() bool {
-	return func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return rec.sentinels[name]
-	}
-}
-
-func (rec *deletionRecorder) since(n int) []deletion {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return append([]deletion(nil), rec.deletions[n:]...)
 }
 
 // lifecycleRun applies one sequence to the cluster and checks the invariants.
@@ -106,7 +41,7 @@ type lifecycleRun struct {
 	mode       string
 	ns         map[string]string // symbolic -> real namespace ("sentinel" holds the barriers)
 	model      *lifecycleModel
-	rec        *deletionRecorder
+	rec        *deletions.Recorder
 	permits    []map[string]bool // model.permitted() after each step; [0] before the first
 	since      []time.Time       // when each of those states began (its barrier)
 	states     []string          // the model's CSVs after each step, for messages
@@ -127,9 +62,9 @@ func newLifecycleRun(seed int64, mode string) *lifecycleRun {
 // run applies ops, then uninstalls what is left; it returns the violations found.
 func (r *lifecycleRun) run(ops []lifecycleOp) []string {
 	r.rec = startRecorder()
-	defer r.rec.stop()
+	defer r.rec.Stop()
 	for i, o := range ops {
-		r.rec.setStep(i + 1)
+		r.rec.Stamp(i + 1)
 		if r.model.apply(o) {
 			r.do(o)
 		}
@@ -152,7 +87,7 @@ func (r *lifecycleRun) violate(format string, args ...any) {
 func (r *lifecycleRun) barrier(step int) {
 	name := fmt.Sprintf("sentinel-%d-%d", step, len(r.permits))
 	Expect(tenv.admin.Create(ctx, newOperand(lifecycleKind, r.ns["sentinel"], name))).To(Succeed())
-	Eventually(r.rec.sawSentinel(name)).WithPolling(5 * time.Millisecond).Should(BeTrue())
+	Expect(r.rec.Barrier(ctx, r.ns["sentinel"], name, 30*time.Second)).To(Succeed())
 	live := map[string]bool{}
 	for _, c := range r.liveCSVs() {
 		live[c.Name] = true
@@ -195,28 +130,28 @@ func (r *lifecycleRun) checkDeletions(ops []lifecycleOp) {
 	for k, v := range r.ns {
 		sym[v] = k
 	}
-	for _, d := range r.rec.since(r.checked) {
+	for _, d := range r.rec.Since(r.checked) {
 		r.checked++
-		s, ours := sym[d.namespace]
-		if r.userDelete[d.uid] || strings.HasPrefix(d.name, "sentinel-") {
+		s, ours := sym[d.Namespace]
+		if r.userDelete[d.UID] || strings.HasPrefix(d.Name, "sentinel-") {
 			continue
 		}
 		ok := false
 		for j := range r.permits {
-			ended := j+1 < len(r.since) && r.since[j+1].Before(d.at.Add(-passGrace))
-			if !r.since[j].After(d.at) && !ended && (r.permits[j]["*"] || (ours && r.permits[j][s])) {
+			ended := j+1 < len(r.since) && r.since[j+1].Before(d.At.Add(-passGrace))
+			if !r.since[j].After(d.At) && !ended && (r.permits[j]["*"] || (ours && r.permits[j][s])) {
 				ok = true
 			}
 		}
 		if !ok {
-			what := "step " + fmt.Sprint(d.step)
-			if d.step >= 1 && d.step <= len(ops) {
-				what += " (" + ops[d.step-1].String() + ")"
-			} else if d.step > len(ops) {
+			what := "step " + fmt.Sprint(d.Step)
+			if d.Step >= 1 && d.Step <= len(ops) {
+				what += " (" + ops[d.Step-1].String() + ")"
+			} else if d.Step > len(ops) {
 				what = "the final uninstall"
 			}
-			r.violate("during %s Gear %s/%s (namespace %q) was deleted, but no CSV permitted a cleanup there; CSVs: %s",
-				what, d.namespace, d.name, s, r.states[min(d.step, len(r.states)-1)])
+			r.violate("during %s Gear %s (namespace %q) was deleted, but no CSV permitted a cleanup there; CSVs: %s",
+				what, d, s, r.states[min(d.Step, len(r.states)-1)])
 		}
 	}
 }
@@ -252,7 +187,7 @@ func (r *lifecycleRun) checkStatus() {
 // (oldest first), OLM and the operator do their part until nothing is left. Then the head's operands in
 // the targets must be gone (the cleanup happens at all), nothing may stay stuck, and no RBAC may stay held.
 func (r *lifecycleRun) uninstallAll() {
-	r.rec.setStep(len(r.permits))
+	r.rec.Stamp(len(r.permits))
 	head := ""
 	for _, n := range r.model.present() {
 		if r.model.isHead(n) {
