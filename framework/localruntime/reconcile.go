@@ -16,7 +16,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
+// conflictRetry is the requeue after a status write lost a race (with the operator itself, OLM or the
+// cache being behind): an expected race, retried, never logged as a reconciler error.
+const conflictRetry = 100 * time.Millisecond
+
 func (r *Runtime) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcileDeployment(ctx, req)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+func (r *Runtime) reconcileDeployment(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.NamespacedName
 	dep := &appsv1.Deployment{}
 	err := r.client.Get(ctx, key, dep)
@@ -55,9 +67,14 @@ func (r *Runtime) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if running, restarts, lastErr := in.state(); !running {
+	running, ready, restarts, lastErr := in.state()
+	switch {
+	case !running:
 		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "CrashLoopBackOff",
 			fmt.Sprintf("operator exited %d time(s), last error: %v (log: %s)", restarts, lastErr, in.logPath))
+	case !ready:
+		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "MinimumReplicasUnavailable",
+			fmt.Sprintf("operator started, its readiness probe does not succeed yet (log: %s)", in.logPath))
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, replicas, "", "")
 }

@@ -204,6 +204,29 @@ func (p *Provider) startOLM(ctx context.Context, c client.Client) error {
 	return waitOLM(ctx, c, proc, p.opts)
 }
 
+// StopOLM stops olm-operator, as a crash or an OLM upgrade would: CSVs and OperatorGroups then change
+// with nobody reconciling them. StartOLM brings it back.
+func (p *Provider) StopOLM(_ context.Context) error {
+	if p.olm == nil {
+		return errors.New("olm-operator is not running (provider started WithoutOLM, or already stopped)")
+	}
+	err := p.olm.Stop(10 * time.Second)
+	p.olm = nil
+	return err
+}
+
+// StartOLM starts olm-operator again after StopOLM and waits until it reconciles (olm.Reconciling).
+func (p *Provider) StartOLM(ctx context.Context) error {
+	if p.olm != nil {
+		return errors.New("olm-operator is already running")
+	}
+	c, err := p.client()
+	if err != nil {
+		return err
+	}
+	return p.step("olm-operator "+toolchain.OLMVersion+" (restart)", func() error { return p.startOLM(ctx, c) })
+}
+
 func (p *Provider) client() (client.Client, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, operatorsv1.AddToScheme, operatorsv1alpha1.AddToScheme} {
