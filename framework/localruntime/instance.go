@@ -27,6 +27,7 @@ type instance struct {
 
 	mu       sync.Mutex
 	running  bool
+	ready    bool // running and, with a readiness probe, answering it
 	restarts int
 	lastErr  error
 }
@@ -47,18 +48,12 @@ func startInstance(parent context.Context, key types.NamespacedName, w *workload
 	ctx, cancel := context.WithCancel(parent)
 	in := &instance{key: key, workload: w, logPath: logPath, cancel: cancel, done: make(chan struct{})}
 	logger := zap.New(zap.WriteTo(f), zap.UseDevMode(false)).WithValues("deployment", key.String())
-	getenv := func(k string) string { return w.env[k] }
-	// The runtime owns ports and probes: operators bind nothing.
-	args := append(append([]string{}, w.args...), "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	go func() {
 		defer close(in.done)
 		defer f.Close()
 		backoff := initialBackoff
 		for {
-			in.setRunning(true, nil)
-			onChange()
-			logger.Info("starting operator", "image", w.image, "args", strings.Join(args, " "), "serviceAccount", w.serviceAccount)
-			err := runGuarded(logr.NewContext(ctx, logger), ep, cfg, args, getenv)
+			err := in.runOnce(ctx, w, ep, cfg, logger, onChange)
 			if ctx.Err() != nil {
 				logger.Info("operator stopped")
 				in.setRunning(false, nil)
@@ -81,6 +76,21 @@ func startInstance(parent context.Context, key types.NamespacedName, w *workload
 	return in, nil
 }
 
+// runOnce starts the operator once and returns when it does (its readiness probe ends with it).
+func (in *instance) runOnce(ctx context.Context, w *workload, ep Entrypoint, cfg *rest.Config, logger logr.Logger, onChange func()) error {
+	args, err := in.argsForStart(w)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	in.setRunning(true, nil)
+	in.probe(runCtx, w, args, onChange)
+	onChange()
+	logger.Info("starting operator", "image", w.image, "args", strings.Join(args, " "), "serviceAccount", w.serviceAccount)
+	return runGuarded(logr.NewContext(runCtx, logger), ep, cfg, args, func(k string) string { return w.env[k] })
+}
+
 // runGuarded turns a panic in an operator into an error, as a crashing container would be.
 func runGuarded(ctx context.Context, ep Entrypoint, cfg *rest.Config, args []string, getenv func(string) string) (err error) {
 	defer func() {
@@ -91,6 +101,36 @@ func runGuarded(ctx context.Context, ep Entrypoint, cfg *rest.Config, args []str
 	return ep(ctx, rest.CopyConfig(cfg), args, getenv)
 }
 
+// argsForStart is the container's args plus the runtime's: no metrics server, and a health server
+// only when the readiness probe needs one, on a fresh port each start.
+func (in *instance) argsForStart(w *workload) ([]string, error) {
+	health := "0"
+	if w.readiness != nil {
+		addr, err := probeAddress()
+		if err != nil {
+			return nil, fmt.Errorf("a port for the readiness probe: %w", err)
+		}
+		health = addr
+	}
+	return append(append([]string{}, w.args...), "--metrics-bind-address=0", "--health-probe-bind-address="+health), nil
+}
+
+// probe marks the instance ready right away without a readiness probe, else (calling onChange) once
+// the probe answers on the address args gave the operator's health server.
+func (in *instance) probe(ctx context.Context, w *workload, args []string, onChange func()) {
+	if w.readiness == nil {
+		in.setReady()
+		return
+	}
+	addr := strings.TrimPrefix(args[len(args)-1], "--health-probe-bind-address=")
+	go func() {
+		if w.readiness.waitReady(ctx, addr) {
+			in.setReady()
+			onChange()
+		}
+	}()
+}
+
 func (in *instance) setRunning(running bool, err error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -98,13 +138,19 @@ func (in *instance) setRunning(running bool, err error) {
 		in.restarts++
 		in.lastErr = err
 	}
-	in.running = running
+	in.running, in.ready = running, false
 }
 
-func (in *instance) state() (running bool, restarts int, lastErr error) {
+func (in *instance) setReady() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.running, in.restarts, in.lastErr
+	in.ready = in.running
+}
+
+func (in *instance) state() (running, ready bool, restarts int, lastErr error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.running, in.ready, in.restarts, in.lastErr
 }
 
 // stop cancels the operator and waits for it to return.

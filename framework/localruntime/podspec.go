@@ -20,6 +20,8 @@ type workload struct {
 	args           []string
 	env            map[string]string
 	serviceAccount string
+	// readiness is the container's HTTP readiness probe (nil: ready once started).
+	readiness *readiness
 	// hash identifies the pod template the workload was made from; a change restarts the operator.
 	hash string
 }
@@ -64,12 +66,16 @@ func resolveWorkload(ctx context.Context, c client.Reader, dep *appsv1.Deploymen
 		env[e.Name] = v
 	}
 	args = expandArgs(args, env)
-	w := &workload{image: ctr.Image, args: args, env: env, serviceAccount: sa}
+	w := &workload{image: ctr.Image, args: args, env: env, serviceAccount: sa, readiness: readinessOf(ctr)}
+	var probePath string
+	if w.readiness != nil {
+		probePath = w.readiness.path
+	}
 	data, _ := json.Marshal(struct {
-		Image, SA string
-		Args      []string
-		Env       map[string]string
-	}{w.image, sa, args, env})
+		Image, SA, Probe string
+		Args             []string
+		Env              map[string]string
+	}{w.image, sa, probePath, args, env})
 	sum := sha256.Sum256(data)
 	w.hash = hex.EncodeToString(sum[:8])
 	return w, nil

@@ -134,7 +134,7 @@ func (r *Runtime) Running() []types.NamespacedName {
 	defer r.mu.Unlock()
 	var out []types.NamespacedName
 	for k, in := range r.instances {
-		if running, _, _ := in.state(); running {
+		if running, _, _, _ := in.state(); running {
 			out = append(out, k)
 		}
 	}

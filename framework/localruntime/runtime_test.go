@@ -2,6 +2,8 @@ package localruntime_test
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -58,8 +61,9 @@ func errString(err error) string {
 func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	p := &probe{}
-	reg := localruntime.NewRegistry(map[string]localruntime.Entrypoint{"test.local/probe:v1": p.main, "test.local/probe:v2": p.main})
+	p, g := &probe{}, &gated{ready: make(chan struct{})}
+	reg := localruntime.NewRegistry(map[string]localruntime.Entrypoint{"test.local/probe:v1": p.main, "test.local/probe:v2": p.main,
+		"test.local/gated:v1": g.main})
 	prov, c := envtest.ForTest(ctx, t, envtest.WithName("runtime"), envtest.WithoutOLM(), envtest.WithRegistry(reg))
 	ns := "rt"
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -123,6 +127,52 @@ func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
 	waitFor(t, "the deployment to start once its ConfigMap exists", func() bool {
 		return available(ctx, c, client.ObjectKeyFromObject(late)) == "True" && p.lastEnv.Load() == "a,b|rt|late"
 	})
+
+	// With a readiness probe, the Deployment is Available only once the operator answers it (as the
+	// kubelet decides), not as soon as it started.
+	gatedDep := deployment(ns, "test.local/gated:v1")
+	gatedDep.Name = "gated"
+	gatedDep.Spec.Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+		HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("probes")}}}
+	must(t, c.Create(ctx, gatedDep))
+	gatedKey := client.ObjectKeyFromObject(gatedDep)
+	waitFor(t, "the gated operator to run, not ready yet", func() bool {
+		return g.serving.Load() && strings.HasPrefix(available(ctx, c, gatedKey), "False/MinimumReplicasUnavailable")
+	})
+	close(g.ready)
+	waitFor(t, "Available once the readiness probe succeeds", func() bool { return available(ctx, c, gatedKey) == "True" })
+}
+
+// gated is an operator whose health server (on the address the runtime gives it) answers its
+// readiness probe only once ready is closed.
+type gated struct {
+	ready   chan struct{}
+	serving atomic.Bool
+}
+
+func (g *gated) main(ctx context.Context, _ *rest.Config, args []string, _ func(string) string) error {
+	var addr string
+	for _, a := range args { // the last one wins, as for a FlagSet
+		if v, ok := strings.CutPrefix(a, "--health-probe-bind-address="); ok {
+			addr = v
+		}
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-g.ready:
+			w.WriteHeader(http.StatusOK)
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	g.serving.Store(true)
+	_ = srv.Serve(l)
+	return nil
 }
 
 func deployment(ns, image string) *appsv1.Deployment {
