@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
@@ -53,6 +54,27 @@ var _ = Describe("Operand cleanup in the middle of a lifecycle", Label("operand-
 		r.ExpectUninstalled(ctx)
 	})
 
+	It("completes while OLM is down, and the CSV held by OLM's finalizer says the cleanup is over", Serial, func(ctx context.Context) {
+		r := specs.NewInstallation(ctx, widgetOperator, operatorsv1alpha1.InstallModeTypeOwnNamespace)
+		r.Install(ctx, widgetOperator.BundleDir, ptr.To(true))
+		r.CreateOperands(ctx)
+		watched, _ := r.Operands(r.WatchedNamespaces(), r.Global())
+
+		By("stopping olm-operator, then uninstalling")
+		restart := stopOLM(ctx)
+		r.Uninstall(ctx)
+		r.ExpectRemoved(ctx, watched)
+		Eventually(r.LiveCSV(ctx)).WithContext(ctx).Should(And(
+			matchers.HavePhase(operatorsv1alpha1.CSVPhaseDeleting, operandcleanup.ReasonCleanupCompleted),
+			Not(matchers.HaveFinalizer(specs.CleanupFinalizer)),
+			matchers.HaveFinalizer(olmCSVFinalizer)), "OLM is down: its finalizer still holds the CSV, whose status must tell the cleanup is over")
+		Expect(r.LiveCSV(ctx)()).To(matchers.HavePendingCount(0))
+
+		By("starting olm-operator again: it releases the CSV")
+		restart(ctx)
+		r.ExpectUninstalled(ctx)
+	})
+
 	It("finishes when the target namespace is deleted together with the CSV: the operator keeps its Role there", Label(string(operatorsv1alpha1.InstallModeTypeSingleNamespace)), func(ctx context.Context) {
 		r := specs.NewInstallation(ctx, widgetOperator, operatorsv1alpha1.InstallModeTypeSingleNamespace)
 		r.Install(ctx, widgetOperator.BundleDir, ptr.To(true))
@@ -80,6 +102,28 @@ var _ = Describe("Operand cleanup in the middle of a lifecycle", Label("operand-
 		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(matchers.BeGone(), "namespace %s should finish terminating", target)
 	})
 })
+
+// stopOLM stops olm-operator (through the provider when it can, else its in-cluster Deployment) and
+// returns the function that starts it again; it is also started again when the spec ends early.
+func stopOLM(ctx context.Context) func(context.Context) {
+	var start func(context.Context) error
+	if s, ok := cl.Provider.(cluster.OLMStopper); ok {
+		Expect(s.StopOLM(ctx)).To(Succeed())
+		start = s.StartOLM
+	} else {
+		Expect(olm.StopInCluster(ctx, k8s, 2*time.Minute)).To(Succeed())
+		start = func(ctx context.Context) error { return olm.StartInCluster(ctx, k8s, 3*time.Minute) }
+	}
+	started := false
+	restart := func(ctx context.Context) {
+		if !started {
+			started = true
+			Expect(start(ctx)).To(Succeed(), "starting olm-operator again")
+		}
+	}
+	DeferCleanup(restart)
+	return restart
+}
 
 func liveCSV(ctx context.Context, csv *operatorsv1alpha1.ClusterServiceVersion) func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
 	return func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
@@ -122,6 +166,9 @@ func rolesBeingDeleted(ctx context.Context, ns string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// olmCSVFinalizer is the finalizer OLM (v0.27+) puts on every CSV it manages.
+const olmCSVFinalizer = "operators.coreos.com/csv-cleanup"
 
 func containsString(list []string, s string) bool {
 	for _, v := range list {

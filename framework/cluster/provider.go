@@ -25,3 +25,11 @@ type Provider interface {
 	// It is idempotent.
 	Stop(ctx context.Context) error
 }
+
+// OLMStopper is a Provider that can stop and start OLM's olm-operator, so a spec can show what happens
+// while OLM is down (a crash, an OLM upgrade): envtest stops its child process, kind scales the
+// olm-operator Deployment to zero. StartOLM returns once OLM reconciles again (olm.Reconciling).
+type OLMStopper interface {
+	StopOLM(ctx context.Context) error
+	StartOLM(ctx context.Context) error
+}
