@@ -22,6 +22,11 @@
 //     reason Replaced) loses the finalizer, and its successors get spec.cleanup.enabled: true when it
 //     has it. Its own spec.cleanup.enabled is never changed. A successor deleted while the CSV it
 //     replaces is still installed is not an uninstall either (status CleanupSkipped).
+//   - The operator's namespaced RBAC (Roles/RoleBindings OLM made in its namespace and copied into its
+//     target namespaces, labels olm.owner*, olm.copiedFrom) is held the same way: deleting a target
+//     namespace during the cleanup would otherwise take the operator's permissions there with it. When the
+//     operator cannot finish any more (its Deployment gone or being deleted, its namespace terminating),
+//     the status says so (reason OperatorGone) and a Warning event names it.
 //   - OLM (≥0.27) deletes a CSV's cluster RBAC (olm.owner* labels) as soon as the CSV is deleted, while
 //     the operator still needs it for its finalizers. While cleanup is enabled (and the CSV is not being
 //     replaced) this controller puts RBACFinalizer on the ClusterRoles/ClusterRoleBindings OLM made for
