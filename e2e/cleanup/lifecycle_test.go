@@ -75,7 +75,7 @@ var _ = Describe("Operand cleanup in the middle of a lifecycle", Label("operand-
 		r.ExpectUninstalled(ctx)
 	})
 
-	It("finishes when the target namespace is deleted together with the CSV: the operator keeps its Role there", Label(string(operatorsv1alpha1.InstallModeTypeSingleNamespace)), func(ctx context.Context) {
+	It("finishes when the target namespace is deleted together with the CSV: the operator keeps its Role there", specs.ModeDecorators(operatorsv1alpha1.InstallModeTypeSingleNamespace, func(ctx context.Context) {
 		r := specs.NewInstallation(ctx, widgetOperator, operatorsv1alpha1.InstallModeTypeSingleNamespace)
 		r.Install(ctx, widgetOperator.BundleDir, ptr.To(true))
 		r.CreateOperands(ctx)
@@ -100,7 +100,7 @@ var _ = Describe("Operand cleanup in the middle of a lifecycle", Label("operand-
 		Eventually(func() error {
 			return k8s.Get(ctx, types.NamespacedName{Name: target}, &corev1.Namespace{})
 		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(matchers.BeGone(), "namespace %s should finish terminating", target)
-	})
+	})...)
 })
 
 // stopOLM stops olm-operator (through the provider when it can, else its in-cluster Deployment) and

@@ -26,11 +26,7 @@ import (
 // check the outcome (records removed by the finalizer).
 var _ = Describe("Operator permissions during cleanup", Label("operand-cleanup", "cleanup-rbac"), func() {
 	for _, mode := range []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeSingleNamespace, operatorsv1alpha1.InstallModeTypeAllNamespaces} {
-		decorators := []any{Label(string(mode))}
-		if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
-			decorators = append(decorators, Serial)
-		}
-		It("keeps the operator able to delete its records after OLM removed its cluster RBAC ["+string(mode)+"]", append(decorators, func(ctx context.Context) {
+		It("keeps the operator able to delete its records after OLM removed its cluster RBAC ["+string(mode)+"]", specs.ModeDecorators(mode, func(ctx context.Context) {
 			r := specs.NewInstallation(ctx, widgetOperator, mode)
 			r.Install(ctx, widgetOperator.BundleDir, ptr.To(true))
 			r.CreateOperands(ctx)

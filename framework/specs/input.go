@@ -31,7 +31,8 @@ type OperandCleanupSpecInput struct {
 	BundleDir string
 	// UpgradeBundleDirs are the next versions, in channel order; with any, the upgrade case runs.
 	UpgradeBundleDirs []string
-	// InstallModes to test; each gets its own spec. Default: OwnNamespace.
+	// InstallModes to test; each gets its own cleanup-enabled spec, and the first runs the single-mode
+	// specs. Default: every mode the bundle's CSV supports (SupportedInstallModes).
 	InstallModes []operatorsv1alpha1.InstallModeType
 	// Samples returns the operands to create in a namespace. Cluster-scoped samples get the namespace
 	// appended to their name; they are cleaned up only by a global (AllNamespaces) operator.
@@ -67,7 +68,11 @@ func (in *OperandCleanupSpecInput) defaults() error {
 		return fmt.Errorf("OperandCleanupSpecInput needs Cluster, Name, BundleDir and Samples")
 	}
 	if len(in.InstallModes) == 0 {
-		in.InstallModes = []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeOwnNamespace}
+		modes, err := SupportedInstallModes(in.BundleDir)
+		if err != nil {
+			return err
+		}
+		in.InstallModes = modes
 	}
 	if in.PendingListCap == 0 {
 		in.PendingListCap = 100

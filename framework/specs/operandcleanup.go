@@ -17,15 +17,16 @@ import (
 // OperandCleanupSpec declares the documented operand-cleanup cases for one operator: cleanup unset,
 // disabled (also after an opt-in), enabled in each install mode (operands outside the targets
 // untouched, and nothing else left behind: see ExpectNoLeftovers), the pending-deletion listing (also
-// past its cap), abort, and — with upgrade bundles — upgrades that never clean up. Every spec makes its own namespaces, so they run in parallel and in
-// random order; global (AllNamespaces) specs are Serial because their cleanup is cluster-wide.
+// past its cap), abort, and — with upgrade bundles — upgrades that never clean up. Every spec makes its
+// own namespaces, so they run in parallel and in random order; every spec running in AllNamespaces
+// mode is Serial because its cleanup is cluster-wide (ModeDecorators).
 func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 	if err := in.defaults(); err != nil {
 		panic(err)
 	}
 	first := in.InstallModes[0]
 	return Describe(fmt.Sprintf("Operand cleanup of %s", in.Name), Label("operand-cleanup", in.Name), func() {
-		It("keeps every operand when spec.cleanup is unset", Label("cleanup-unset"), func(ctx context.Context) {
+		It("keeps every operand when spec.cleanup is unset", ModeDecorators(first, Label("cleanup-unset"), func(ctx context.Context) {
 			r := NewInstallation(ctx, in, first)
 			r.Install(ctx, in.BundleDir, nil)
 			Expect(r.csv).To(matchers.HaveCleanupEnabled(false), "the bundle must leave spec.cleanup as the SDK generates it")
@@ -33,9 +34,9 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			r.Uninstall(ctx)
 			r.ExpectUninstalled(ctx)
 			r.ExpectKept(ctx, r.ops.items)
-		})
+		})...)
 
-		It("keeps every operand when cleanup was opted in and then out", Label("cleanup-disabled"), func(ctx context.Context) {
+		It("keeps every operand when cleanup was opted in and then out", ModeDecorators(first, Label("cleanup-disabled"), func(ctx context.Context) {
 			r := NewInstallation(ctx, in, first)
 			r.Install(ctx, in.BundleDir, ptr.To(true))
 			r.CreateOperands(ctx)
@@ -44,11 +45,11 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			r.Uninstall(ctx)
 			r.ExpectUninstalled(ctx)
 			r.ExpectKept(ctx, r.ops.items)
-		})
+		})...)
 
 		cleanupEnabledCases(in)
 
-		It("lists the operands pending deletion and shrinks the list as they go", Label("cleanup-pending"), func(ctx context.Context) {
+		It("lists the operands pending deletion and shrinks the list as they go", ModeDecorators(first, Label("cleanup-pending"), func(ctx context.Context) {
 			r := NewInstallation(ctx, in, first)
 			r.Install(ctx, in.BundleDir, ptr.To(true))
 			r.CreateOperands(ctx)
@@ -65,9 +66,9 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 				r.ExpectPending(ctx, held)
 			}
 			r.ExpectUninstalled(ctx)
-		})
+		})...)
 
-		It("caps the pending list and says how many operands remain", Label("cleanup-pending", "cleanup-cap"), func(ctx context.Context) {
+		It("caps the pending list and says how many operands remain", ModeDecorators(first, Label("cleanup-pending", "cleanup-cap"), func(ctx context.Context) {
 			r := NewInstallation(ctx, in, first)
 			r.Install(ctx, in.BundleDir, ptr.To(true))
 			target := r.WatchedNamespaces()[0]
@@ -93,9 +94,9 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 				release(ctx, r.c, o)
 			}
 			r.ExpectUninstalled(ctx)
-		})
+		})...)
 
-		It("aborts a stuck cleanup when spec.cleanup.enabled is set to false", Label("cleanup-abort"), func(ctx context.Context) {
+		It("aborts a stuck cleanup when spec.cleanup.enabled is set to false", ModeDecorators(first, Label("cleanup-abort"), func(ctx context.Context) {
 			r := NewInstallation(ctx, in, first)
 			r.Install(ctx, in.BundleDir, ptr.To(true))
 			r.CreateOperands(ctx)
@@ -107,10 +108,10 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			r.SetCleanup(ctx, false)
 			r.ExpectUninstalled(ctx)
 			r.ExpectKept(ctx, []*unstructured.Unstructured{stuck})
-		})
+		})...)
 
 		if len(in.UpgradeBundleDirs) > 0 {
-			It("never cleans up on upgrade and carries the opt-in to each new version", Label("cleanup-upgrade"), func(ctx context.Context) {
+			It("never cleans up on upgrade and carries the opt-in to each new version", ModeDecorators(first, Label("cleanup-upgrade"), func(ctx context.Context) {
 				r := NewInstallation(ctx, in, first)
 				r.Install(ctx, in.BundleDir, ptr.To(true))
 				r.CreateOperands(ctx)
@@ -125,7 +126,7 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 				r.ExpectRemoved(ctx, removed)
 				r.ExpectUninstalled(ctx)
 				r.ExpectKept(ctx, kept)
-			})
+			})...)
 		}
 	})
 }
@@ -146,12 +147,9 @@ func CleanupEnabledSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 // and the operator leaves nothing else behind (framework/leftovers).
 func cleanupEnabledCases(in OperandCleanupSpecInput) {
 	for _, mode := range in.InstallModes {
-		decorators := []any{Label("cleanup-enabled", string(mode))}
+		decorators := ModeDecorators(mode, Label("cleanup-enabled"))
 		if !in.SkipLeftoversCheck {
 			decorators = append(decorators, Label("leftovers"))
-		}
-		if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
-			decorators = append(decorators, Serial)
 		}
 		It(fmt.Sprintf("removes the operands in the target namespaces and nothing else [%s]", mode), append(decorators, func(ctx context.Context) {
 			r := NewInstallation(ctx, in, mode)

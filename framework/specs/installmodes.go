@@ -1,0 +1,56 @@
+package specs
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+)
+
+// installModeOrder is the order specs run the modes in: the first is the mode of the specs that test
+// one mode only (unset, disabled, pending, abort, upgrade), so the cheapest, most isolated mode wins.
+var installModeOrder = []operatorsv1alpha1.InstallModeType{
+	operatorsv1alpha1.InstallModeTypeOwnNamespace,
+	operatorsv1alpha1.InstallModeTypeSingleNamespace,
+	operatorsv1alpha1.InstallModeTypeMultiNamespace,
+	operatorsv1alpha1.InstallModeTypeAllNamespaces,
+}
+
+// SupportedInstallModes are the install modes the CSV of the bundle in bundleDir marks supported, in
+// installModeOrder: what OperandCleanupSpecInput.InstallModes defaults to, so an AllNamespaces-only
+// operator is tested the only way OLM would install it.
+func SupportedInstallModes(bundleDir string) ([]operatorsv1alpha1.InstallModeType, error) {
+	b, err := bundles.Load(bundleDir)
+	if err != nil {
+		return nil, fmt.Errorf("OperandCleanupSpecInput.InstallModes is empty, so the bundle's CSV decides: %w", err)
+	}
+	supported := map[operatorsv1alpha1.InstallModeType]bool{}
+	for _, m := range b.CSV.Spec.InstallModes {
+		supported[m.Type] = m.Supported
+	}
+	var out []operatorsv1alpha1.InstallModeType
+	for _, m := range installModeOrder {
+		if supported[m] {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("bundle %s: CSV %s supports no install mode in spec.installModes (OLM cannot install it); "+
+			"mark at least one of %v supported: true", bundleDir, b.CSV.Name, installModeOrder)
+	}
+	return out, nil
+}
+
+// ModeDecorators returns args (a spec's decorators, and its body if given: Ginkgo takes them in any
+// order) plus what every spec running in mode needs: the mode as a label and, for AllNamespaces,
+// Serial, because a global operator's cleanup removes operands in every namespace, other specs'
+// included. Every spec that installs an operator in some mode takes its decorators here.
+func ModeDecorators(mode operatorsv1alpha1.InstallModeType, args ...any) []any {
+	out := append(append([]any{}, args...), Label(string(mode)))
+	if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
+		out = append(out, Serial)
+	}
+	return out
+}

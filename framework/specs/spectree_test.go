@@ -1,0 +1,85 @@
+package specs_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+)
+
+// The spec trees the library declares, previewed (never run) by TestSpecTree: the Cluster is never
+// asked for.
+var (
+	_ = specs.OperandCleanupSpec(context.Background(), previewInput("global-only", allNamespacesOnlyBundle, allNamespacesOnlyBundle))
+	_ = specs.OperandCleanupSpec(context.Background(), previewInput("every-mode", bundles.Dir("widget-operator", "v0.1.0")))
+	_ = specs.CleanupEnabledSpec(context.Background(), previewInput("enabled-only", allNamespacesOnlyBundle))
+)
+
+func previewInput(name, bundleDir string, upgrades ...string) specs.OperandCleanupSpecInput {
+	return specs.OperandCleanupSpecInput{
+		Cluster:           func() specs.Cluster { panic("a previewed spec tree never runs a spec") },
+		Name:              name,
+		BundleDir:         bundleDir,
+		UpgradeBundleDirs: upgrades,
+		Samples:           func(string) []*unstructured.Unstructured { return nil },
+	}
+}
+
+var installModes = []string{
+	string(operatorsv1alpha1.InstallModeTypeOwnNamespace), string(operatorsv1alpha1.InstallModeTypeSingleNamespace),
+	string(operatorsv1alpha1.InstallModeTypeMultiNamespace), string(operatorsv1alpha1.InstallModeTypeAllNamespaces),
+}
+
+// TestSpecTree previews the declared specs (Ginkgo's dry run, no cluster) and checks each says its
+// install mode as a label and is Serial exactly when that mode is AllNamespaces; with InstallModes
+// unset, the modes are those the bundle's CSV supports.
+func TestSpecTree(t *testing.T) {
+	report := PreviewSpecs("spec library tree")
+	modes := map[string][]string{} // container → the mode of each of its specs
+	for _, s := range report.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		var mode []string
+		for _, l := range s.Labels() {
+			if slices.Contains(installModes, l) {
+				mode = append(mode, l)
+			}
+		}
+		if len(mode) != 1 {
+			t.Errorf("%q: install-mode labels %v, want exactly one", s.FullText(), mode)
+			continue
+		}
+		global := mode[0] == string(operatorsv1alpha1.InstallModeTypeAllNamespaces)
+		if s.IsSerial != global {
+			t.Errorf("%q runs in %s mode but Serial is %v: a global cleanup acts on every namespace, other specs' too",
+				s.FullText(), mode[0], s.IsSerial)
+		}
+		container := s.ContainerHierarchyTexts[0]
+		modes[container] = append(modes[container], mode[0])
+	}
+	all := string(operatorsv1alpha1.InstallModeTypeAllNamespaces)
+	own := string(operatorsv1alpha1.InstallModeTypeOwnNamespace)
+	for container, want := range map[string][]string{
+		// unset, disabled, enabled, pending, cap, abort, upgrade: all global, the only mode the CSV allows.
+		"Operand cleanup of global-only": slices.Repeat([]string{all}, 7),
+		// unset, disabled, pending, cap, abort in the first supported mode; enabled in each of the four.
+		"Operand cleanup of every-mode":             append(slices.Repeat([]string{own}, 5), installModes...),
+		"Cleanup-enabled uninstall of enabled-only": {all},
+	} {
+		got := slices.Clone(modes[container])
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: spec modes %s, want %s", container, strings.Join(got, ","), strings.Join(want, ","))
+		}
+	}
+}
