@@ -36,6 +36,7 @@ type OperandCleanupSpecInput struct {
 	InstallModes []operatorsv1alpha1.InstallModeType
 	// Samples returns the operands to create in a namespace. Cluster-scoped samples get the namespace
 	// appended to their name; they are cleaned up only by a global (AllNamespaces) operator.
+	// MustALMExamples(BundleDir) gives the CSV's own samples (its alm-examples annotation).
 	Samples func(namespace string) []*unstructured.Unstructured
 	// Reconciled, when set, says whether the operator has taken charge of a sample (e.g. added its own
 	// finalizer); the specs wait for it before uninstalling, so the operator's finalizer has work to do.
