@@ -69,9 +69,9 @@ func (o Object) Key() string {
 }
 
 // CreatedBy is the best guess at who created the object: the field manager of the earliest
-// managedFields entry ("" when the server keeps none). In-process operators (the envtest provider's
-// local runtime) share the test binary's name as manager; labels such as app.kubernetes.io/managed-by
-// then say more.
+// managedFields entry ("" when the server keeps none). The server derives it from the client's user
+// agent unless the client names a field manager; the envtest provider's local runtime gives each
+// in-process operator a user agent naming its image and Deployment for that reason.
 func (o Object) CreatedBy() string {
 	if len(o.Managers) == 0 {
 		return ""

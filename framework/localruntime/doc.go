@@ -2,7 +2,8 @@
 //
 // When a Deployment appears whose container image is registered (image reference → Go entrypoint), the
 // runtime runs that operator in-process with the pod template's args and env, authenticated as the
-// Deployment's ServiceAccount through impersonation so RBAC applies for real, and writes the Deployment
+// Deployment's ServiceAccount through impersonation so RBAC applies for real (its user agent, and so
+// its field manager, names the image and Deployment unless it sets its own), and writes the Deployment
 // status the way the deployment controller would: Available once the operator runs and, when the
 // container has an HTTP readiness probe, answers it (on a health address the runtime hands out). It
 // stops the operator when the Deployment is deleted, scaled to zero or rolled to another image; an

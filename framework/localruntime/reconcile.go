@@ -11,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -112,7 +110,7 @@ func (r *Runtime) ensureInstance(key types.NamespacedName, w *workload) (*instan
 	if r.ctx == nil || r.ctx.Err() != nil {
 		return nil, fmt.Errorf("local runtime is stopped")
 	}
-	in, err := startInstance(r.ctx, key, w, ep, r.impersonating(key.Namespace, w.serviceAccount), r.logDir,
+	in, err := startInstance(r.ctx, key, w, ep, r.operatorConfig(key, w), r.logDir,
 		func() { r.notify(key) })
 	if err != nil {
 		return nil, err
@@ -132,17 +130,6 @@ func (r *Runtime) stopInstance(key types.NamespacedName, why string) error {
 	}
 	r.log.Info("stopping operator", "deployment", key.String(), "reason", why)
 	return in.stop(30 * time.Second)
-}
-
-// impersonating returns a config that acts as the ServiceAccount, with the groups the token
-// authenticator would give it.
-func (r *Runtime) impersonating(ns, sa string) *rest.Config {
-	cfg := rest.CopyConfig(r.admin)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: serviceaccount.MakeUsername(ns, sa),
-		Groups:   append(serviceaccount.MakeGroupNames(ns), "system:authenticated"),
-	}
-	return cfg
 }
 
 // writeStatus records replica counts and conditions the way the deployment controller would.

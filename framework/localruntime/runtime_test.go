@@ -11,6 +11,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +35,8 @@ type probe struct {
 	lastArgs  atomic.Value
 	lastEnv   atomic.Value
 	secretErr atomic.Value
+	userAgent atomic.Value
+	writeErr  atomic.Value
 }
 
 func (p *probe) main(ctx context.Context, cfg *rest.Config, args []string, getenv func(string) string) error {
@@ -47,9 +51,22 @@ func (p *probe) main(ctx context.Context, cfg *rest.Config, args []string, geten
 	}
 	_, err = cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
 	p.secretErr.Store(errString(err))
+	// A write, so the test sees which field manager the API server makes of the operator's user agent.
+	// Retried: the RBAC authorizer may not know the test's RoleBinding yet.
+	p.userAgent.Store(cfg.UserAgent)
+	// Some data: the API server keeps no field manager for an object without fields it set.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: writtenByProbe}, Data: map[string]string{"by": "probe"}}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ConfigMaps(getenv("NS")).Create(ctx, cm, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err), nil
+	})
+	p.writeErr.Store(errString(err))
 	<-ctx.Done()
 	return nil
 }
+
+// writtenByProbe is the ConfigMap the probe operator creates in its namespace.
+const writtenByProbe = "written-by-probe"
 
 func errString(err error) string {
 	if err == nil {
@@ -68,6 +85,7 @@ func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
 	ns := "rt"
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}))
+	grantConfigMapCreate(ctx, t, c, ns, "probe")
 	must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "from-configmap"}}))
 	dep := deployment(ns, "test.local/probe:v1")
 	must(t, c.Create(ctx, dep))
@@ -85,6 +103,22 @@ func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
 	waitFor(t, "the operator's secrets call", func() bool { return p.secretErr.Load() != nil })
 	if got := p.secretErr.Load().(string); !strings.Contains(got, "forbidden") || !strings.Contains(got, "system:serviceaccount:rt:probe") {
 		t.Errorf("the operator must act as its ServiceAccount, which may not list secrets; got %q", got)
+	}
+
+	// Its clients name its Deployment and image, so what it writes is attributed to it (field
+	// manager, the leftovers report's "who"), not to the test binary every in-process operator shares.
+	const wantAgent = "probe:v1 (deployment probe in namespace rt)"
+	waitFor(t, "the operator's ConfigMap write", func() bool { return p.writeErr.Load() != nil })
+	if got := p.writeErr.Load().(string); got != "<nil>" {
+		t.Fatalf("the operator could not write its ConfigMap: %s", got)
+	}
+	if got := p.userAgent.Load(); got != wantAgent {
+		t.Errorf("the operator's user agent = %q, want %q", got, wantAgent)
+	}
+	written := &corev1.ConfigMap{}
+	must(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: writtenByProbe}, written))
+	if mf := written.ManagedFields; len(mf) == 0 || mf[0].Manager != wantAgent {
+		t.Errorf("field managers of the operator's ConfigMap = %+v, want %q first", mf, wantAgent)
 	}
 
 	// Rolling to another image restarts the operator.
@@ -196,6 +230,16 @@ func deployment(ns, image string) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// grantConfigMapCreate lets the ServiceAccount create ConfigMaps in ns (and nothing else).
+func grantConfigMapCreate(ctx context.Context, t *testing.T, c client.Client, ns, sa string) {
+	t.Helper()
+	must(t, c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}}}}))
+	must(t, c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}}))
 }
 
 func patchImage(ctx context.Context, t *testing.T, c client.Client, key types.NamespacedName, image string) {
