@@ -70,7 +70,7 @@ var _ = Describe("lifecycle regressions", func() {
 		Eventually(allInState(widgets, "deleting")).Should(BeTrue())
 		By("the operator's Deployment is deleted (its namespace went, or someone removed it)")
 		Expect(tenv.admin.Delete(ctx, dep)).To(Succeed())
-		Eventually(func() v1alpha1.ConditionReason { return getCSV(keyOf(csv)).Status.Reason }).Should(Equal(ReasonOperatorGone))
+		Eventually(reasonOf(keyOf(csv))).Should(Equal(ReasonOperatorGone))
 		Expect(getCSV(keyOf(csv)).Status.Message).To(And(ContainSubstring("Deployment "+ns+"/operator is gone"), ContainSubstring("2 CRs")))
 		Eventually(csvEvents(csv)).Should(ContainElement(HavePrefix(EventReasonOperatorGone)))
 		Expect(rbacState(role, binding)()).To(Equal(all("held", 2)), "still held: the cleanup is not over")
@@ -90,7 +90,7 @@ var _ = Describe("lifecycle regressions", func() {
 		// envtest runs no namespace controller: the namespace stays Terminating, as it does on a cluster
 		// while the operands wait for finalizers.
 		Expect(tenv.admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Eventually(func() v1alpha1.ConditionReason { return getCSV(keyOf(csv)).Status.Reason }).Should(Equal(ReasonOperatorGone))
+		Eventually(reasonOf(keyOf(csv))).Should(Equal(ReasonOperatorGone))
 		Expect(getCSV(keyOf(csv)).Status.Message).To(ContainSubstring("namespace " + ns + ","))
 		Eventually(namespaceEvents(ns)).Should(ContainElement(And(HavePrefix(EventReasonOperatorGone), ContainSubstring("CSV "+ns+"/op.v1"))))
 		releaseOperands(widgets...)
@@ -98,13 +98,7 @@ var _ = Describe("lifecycle regressions", func() {
 	})
 
 	It("case 4: a completed cleanup held by another finalizer, and an aborted one, show their end in the status", func() {
-		ns := newNamespace("final-status")
-		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
-		Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
-		updateCSV(keyOf(csv), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = append(c.Finalizers, "test.cleanup.io/other") })
-		widgets := createOperands(widgetKind, ns, "w", 2, testFinalizer)
-		deleteCSV(csv)
-		Eventually(func() v1alpha1.ConditionReason { return getCSV(keyOf(csv)).Status.Reason }).Should(Equal(ReasonWaitingOnCleanup))
+		csv, widgets := cleanupHeldByOtherFinalizer("final-status")
 		releaseOperands(widgets...)
 		Eventually(csvFinalizers(keyOf(csv))).ShouldNot(ContainElement(Finalizer))
 		final := getCSV(keyOf(csv))
@@ -113,18 +107,12 @@ var _ = Describe("lifecycle regressions", func() {
 		Expect(final.Status.Cleanup.PendingDeletion).To(BeEmpty())
 		updateCSV(keyOf(csv), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = nil })
 
-		ns2 := newNamespace("final-abort")
-		csv2 := createCSV(ns2, "op.v1", cleanupEnabled(true), targetNamespaces(ns2), owns(widgetKind))
-		Eventually(csvFinalizers(keyOf(csv2))).Should(ContainElement(Finalizer))
-		updateCSV(keyOf(csv2), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = append(c.Finalizers, "test.cleanup.io/other") })
-		kept := createOperands(widgetKind, ns2, "w", 2, testFinalizer)
-		deleteCSV(csv2)
-		Eventually(func() v1alpha1.ConditionReason { return getCSV(keyOf(csv2)).Status.Reason }).Should(Equal(ReasonWaitingOnCleanup))
-		updateCSV(keyOf(csv2), func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = false })
-		Eventually(func() v1alpha1.ConditionReason { return getCSV(keyOf(csv2)).Status.Reason }).Should(Equal(ReasonCleanupAborted))
-		Expect(getCSV(keyOf(csv2)).Status.Cleanup.PendingDeletion).To(BeEmpty())
+		aborted, kept := cleanupHeldByOtherFinalizer("final-abort")
+		updateCSV(keyOf(aborted), func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = false })
+		Eventually(reasonOf(keyOf(aborted))).Should(Equal(ReasonCleanupAborted))
+		Expect(getCSV(keyOf(aborted)).Status.Cleanup.PendingDeletion).To(BeEmpty())
 		releaseOperands(kept...)
-		updateCSV(keyOf(csv2), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = nil })
+		updateCSV(keyOf(aborted), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = nil })
 	})
 
 	It("case 5: holds RBAC with a finalizer patch even when its copy is stale and the rules exceed the controller's", func() {
@@ -167,6 +155,23 @@ func midUpgrade(prefix string) (string, []csvOpt, *v1alpha1.ClusterServiceVersio
 	v2 := createCSVWithStatus(ns, "op.v2", v1alpha1.CSVPhasePending, v1alpha1.CSVReasonRequirementsUnknown, append(opts, replaces("op.v1"))...)
 	setPhase(v1, v1alpha1.CSVPhaseReplacing, v1alpha1.CSVReasonBeingReplaced)
 	return ns, opts, v1, v2, widgets
+}
+
+// cleanupHeldByOtherFinalizer installs a CSV with cleanup enabled and a second finalizer, creates two
+// Widgets held by the operator's finalizer, deletes the CSV and waits until its cleanup waits on them.
+func cleanupHeldByOtherFinalizer(prefix string) (*v1alpha1.ClusterServiceVersion, []*unstructured.Unstructured) {
+	ns := newNamespace(prefix)
+	csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
+	Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
+	updateCSV(keyOf(csv), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = append(c.Finalizers, "test.cleanup.io/other") })
+	widgets := createOperands(widgetKind, ns, "w", 2, testFinalizer)
+	deleteCSV(csv)
+	Eventually(reasonOf(keyOf(csv))).Should(Equal(ReasonWaitingOnCleanup))
+	return csv, widgets
+}
+
+func reasonOf(key types.NamespacedName) func() v1alpha1.ConditionReason {
+	return func() v1alpha1.ConditionReason { return getCSV(key).Status.Reason }
 }
 
 // olmTargetRBAC creates what OLM copies into a target namespace for a SingleNamespace operator: a Role
