@@ -39,7 +39,10 @@ func Reconciling(ctx context.Context, c client.Client) (bool, error) {
 		_ = client.IgnoreNotFound(c.Delete(dctx, og))
 	}()
 	answered := false
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, probeWindow, true, func(ctx context.Context) (bool, error) {
+	// The window bounds the polling, not each read: a read under the window's deadline is refused by
+	// client-go's rate limiter when its wait would cross it, which is no answer from OLM (found by the
+	// flake hunt under load). So the reads use the caller's ctx.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, probeWindow, true, func(context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(og), og); err != nil {
 			return false, err
 		}
