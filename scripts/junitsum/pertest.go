@@ -61,23 +61,40 @@ func printPerTest(w io.Writer, cases []testcase) bool {
 	return flaky == 0 && len(all) > 0
 }
 
-// goTestError matches a `go test` failure line (file_test.go:12: message).
-var goTestError = regexp.MustCompile(`^\s*\S+\.go:\d+: \S`)
+// goTestError matches a `go test` failure line (file_test.go:12: message); goLogLine any file.go:12: line,
+// which is also what a logger writing through t.Log prints (provider.go:96: "msg"=...).
+var (
+	goTestError = regexp.MustCompile(`^\s*\S+_test\.go:\d+: \S`)
+	goLogLine   = regexp.MustCompile(`^\s*\S+\.go:\d+: \S`)
+)
 
 // failureLine is the one line that says why: Ginkgo's message attribute; for gotestsum (whose message
-// is just "Failed") the first file:line message of the output, else its first non-empty line.
+// is just "Failed") the first message of a _test.go file (t.Error/t.Fatal), else the first file:line
+// line, else the first non-empty line of the output.
 func failureLine(f *failure) string {
 	msg := strings.TrimSpace(f.Message)
 	if msg == "" || msg == "Failed" {
 		msg = ""
+		var logLine, first string
 		for _, line := range strings.Split(f.Text, "\n") {
-			if goTestError.MatchString(line) {
+			t := strings.TrimSpace(line)
+			switch {
+			case goTestError.MatchString(line):
 				msg = line
+			case logLine == "" && goLogLine.MatchString(line):
+				logLine = line
+			case first == "" && t != "" && !strings.HasPrefix(t, "=== RUN"):
+				first = line
+			}
+			if msg != "" {
 				break
 			}
-			if msg == "" && strings.TrimSpace(line) != "" && !strings.HasPrefix(strings.TrimSpace(line), "=== RUN") {
-				msg = line
-			}
+		}
+		if msg == "" {
+			msg = logLine
+		}
+		if msg == "" {
+			msg = first
 		}
 	}
 	msg = strings.Join(strings.Fields(msg), " ")

@@ -8,12 +8,13 @@ import (
 )
 
 // Two runs: a go test that failed once (gotestsum's message is just "Failed", the reason is in the
-// output) and a Ginkgo spec that failed once (the reason is the message), next to a steady test.
+// output, after a logger's line) and a Ginkgo spec that failed once (the reason is the message), next to a steady test.
 func TestPerTestCountsRunsAndKeepsTheFirstFailure(t *testing.T) {
 	dir := t.TempDir()
 	run1 := `<testsuites><testsuite>
 <testcase classname="pkg/a" name="TestSteady"></testcase>
 <testcase classname="pkg/a" name="TestFlaky"><failure message="Failed">=== RUN   TestFlaky
+    provider.go:96: "level"=0 "msg"="starting etcd" (a logger writing through t.Log comes first)
     flaky_test.go:88: no matches for kind "Stuck" in version "example.test/v1"
 --- FAIL: TestFlaky</failure></testcase>
 <testcase classname="Cleanup" name="[BeforeSuite]"></testcase>
