@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
@@ -160,7 +161,7 @@ func rolesBeingDeleted(ctx context.Context, ns string) ([]string, error) {
 	}
 	var out []string
 	for _, role := range roles.Items {
-		if role.DeletionTimestamp != nil && containsString(role.Finalizers, operandcleanup.RBACFinalizer) {
+		if role.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(&role, operandcleanup.RBACFinalizer) {
 			out = append(out, role.Name)
 		}
 	}
@@ -169,12 +170,3 @@ func rolesBeingDeleted(ctx context.Context, ns string) ([]string, error) {
 
 // olmCSVFinalizer is the finalizer OLM (v0.27+) puts on every CSV it manages.
 const olmCSVFinalizer = "operators.coreos.com/csv-cleanup"
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}

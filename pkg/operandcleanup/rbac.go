@@ -154,6 +154,10 @@ func (r *Reconciler) releaseRBAC(ctx context.Context, key types.NamespacedName) 
 	return nil
 }
 
+// finalizerRefusedWhileDeleting is how the API server refuses a new finalizer on an object being deleted
+// (a field error inside an Invalid status, not a Forbidden one).
+const finalizerRefusedWhileDeleting = "no new finalizers can be added if the object is being deleted"
+
 // patchRBACFinalizer adds or removes RBACFinalizer with a strategic merge patch of metadata.finalizers
 // alone (a merge into the list, or a $deleteFromPrimitiveList directive) and no resourceVersion: the API
 // server applies it to the current object, so only the finalizers differ and its RBAC escalation check
@@ -173,8 +177,8 @@ func (r *Reconciler) patchRBACFinalizer(ctx context.Context, obj client.Object, 
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
-	case hold && err != nil && isDeleting(obj) || hold && apierrors.IsForbidden(err) && strings.Contains(err.Error(), "being deleted"):
-		// Deleted meanwhile: no finalizer can be added any more, nothing to hold.
+	case hold && err != nil && strings.Contains(err.Error(), finalizerRefusedWhileDeleting):
+		// Deleted since the cache saw it: no finalizer can be added any more, nothing to hold.
 		log.FromContext(ctx).V(1).Info("RBAC already being deleted, not held", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
 		return nil
 	case err != nil:

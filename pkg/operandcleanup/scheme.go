@@ -6,9 +6,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,12 +37,10 @@ func NewScheme() *runtime.Scheme {
 //     deletionTimestamp and finalizers are kept;
 //   - everything: no managedFields.
 func CacheOptions() cache.Options {
-	notCopied, err := labels.NewRequirement(v1alpha1.CopiedLabelKey, selection.DoesNotExist, nil)
-	utilruntime.Must(err)
 	return cache.Options{
 		DefaultTransform: slimTransform,
 		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.ClusterServiceVersion{}: {Label: labels.NewSelector().Add(*notCopied), Transform: stripCSV},
+			&v1alpha1.ClusterServiceVersion{}: {Label: notCopiedSelector(), Transform: stripCSV},
 		},
 	}
 }
