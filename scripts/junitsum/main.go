@@ -1,5 +1,6 @@
-// Command junitsum prints one closing line, "N passed, N failed, N skipped", over JUnit XML files, and
-// fails when a file is missing (a runner that crashed before writing it must not look green). With
+// Command junitsum prints one closing line, "N passed, N failed, N skipped", over JUnit XML files,
+// preceded by one line per failed test with the message that says why (so the tail of a CI log names
+// the cause, not only the count), and fails when a file is missing (a runner that crashed before writing it must not look green). With
 // -per-test it reads the files as repeated runs instead and prints, per test, how often it ran, how
 // often it failed and its first failure message (scripts/flake-hunt.sh).
 package main
@@ -8,6 +9,7 @@ import (
 	"encoding/xml"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -46,7 +48,7 @@ func main() {
 	if *perTest {
 		ok = printPerTest(os.Stdout, cases)
 	} else {
-		ok = printClosingLine(cases, *skipClasses)
+		ok = printClosingLine(os.Stdout, cases, *skipClasses)
 	}
 	if !ok {
 		os.Exit(1)
@@ -71,12 +73,13 @@ func readCases(paths []string) ([]testcase, error) {
 	return out, nil
 }
 
-func printClosingLine(cases []testcase, skipClasses string) bool {
+func printClosingLine(w io.Writer, cases []testcase, skipClasses string) bool {
 	var passed, failed, skipped int
 	for _, c := range cases {
 		switch {
 		case c.failed() != nil:
 			failed++
+			fmt.Fprintf(w, "FAILED %s\n       %s\n", strings.TrimSpace(c.Classname+" "+c.Name), failureLine(c.failed()))
 		case skipClasses != "" && strings.Contains(c.Classname, skipClasses):
 		case c.setupNode():
 		case c.Skipped != nil:
@@ -85,7 +88,7 @@ func printClosingLine(cases []testcase, skipClasses string) bool {
 			passed++
 		}
 	}
-	fmt.Printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)
 	return failed == 0 && passed > 0
 }
 
