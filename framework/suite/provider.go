@@ -48,9 +48,7 @@ type ProviderInput struct {
 // CRD instead), and Stop removes only what it installed. With parallel Ginkgo processes, process 1
 // installs (and removes, after the others are done) and the others wait for it.
 func NewProvider(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
-	// Libraries log through controller-runtime's global logger; route it to GinkgoWriter instead of
-	// letting it complain (with a stack trace) that it was never set.
-	ctrllog.SetLogger(Logger().WithName("controller-runtime"))
+	routeLibraryLogs()
 	kind := os.Getenv(EnvProvider)
 	if kind == "" {
 		kind = "envtest"
@@ -187,4 +185,11 @@ func shardTransform(st *shardStack, total int) ginkgo.NodeArgsTransformer {
 		}
 		return text, args, nil
 	}
+}
+
+// routeLibraryLogs sends controller-runtime's global logger (libraries log through it) to GinkgoWriter
+// instead of letting it complain, with a stack trace, that it was never set. Every process that builds
+// a client calls it, including those that connect to process 1's cluster.
+func routeLibraryLogs() {
+	ctrllog.SetLogger(Logger().WithName("controller-runtime"))
 }

@@ -98,6 +98,7 @@ type sharedInfo struct{ Kind, Name string }
 
 // connectShared connects a Ginkgo process other than 1 to the cluster process 1 set up.
 func connectShared(ctx context.Context, info sharedInfo, in ProviderInput) (cluster.Provider, error) {
+	routeLibraryLogs()
 	if info.Kind == "existing" {
 		// Installs nothing and removes nothing: it waits until process 1's installs are ready.
 		opts := []existing.Option{existing.WithName(info.Name), existing.WithLogger(Logger().WithName(info.Name)),
