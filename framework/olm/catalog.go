@@ -218,6 +218,12 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 	patched := cleanup == nil
 	err := poll(ctx, timeout, func() (bool, string) {
 		if err := c.Get(ctx, key, csv); err != nil {
+			live := &operatorsv1alpha1.Subscription{}
+			if gerr := c.Get(ctx, client.ObjectKeyFromObject(sub), live); gerr == nil {
+				if note, nerr := resolveAgainIfStale(ctx, c, live); note != "" || nerr != nil {
+					return false, fmt.Sprintf("CSV %s: %v; %s%s", key, err, note, errOrEmpty(nerr))
+				}
+			}
 			return false, fmt.Sprintf("CSV %s: %v; %s", key, err, DescribeSubscription(ctx, c, sub))
 		}
 		if !patched {
@@ -259,6 +265,11 @@ func ApproveInstallPlan(ctx context.Context, c client.Client, sub *operatorsv1al
 			return false, fmt.Sprintf("Subscription %s/%s: %v", sub.Namespace, sub.Name, err)
 		}
 		ref := live.Status.InstallPlanRef
+		if ref == nil || !installPlanOf(ctx, c, ref, csvName) {
+			if note, err := resolveAgainIfStale(ctx, c, live); note != "" || err != nil {
+				return false, fmt.Sprintf("%s%s", note, errOrEmpty(err))
+			}
+		}
 		if ref == nil {
 			return false, fmt.Sprintf("no InstallPlan for %s yet; %s", csvName, DescribeSubscription(ctx, c, sub))
 		}
