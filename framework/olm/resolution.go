@@ -26,6 +26,9 @@ import (
 // ResolveNudgeAnnotation is set on a Subscription (to the time) to make OLM resolve its namespace again.
 const ResolveNudgeAnnotation = "cleanup-e2e.io/resolve-again"
 
+// resolveAgainEvery spaces the nudges of one Subscription.
+const resolveAgainEvery = 30 * time.Second
+
 var unreferencedCSV = regexp.MustCompile(`clusterserviceversion (\S+) exists and is not referenced by a subscription`)
 
 // StaleResolution returns the CSVs a ResolutionFailed condition of sub names as existing and
@@ -57,6 +60,11 @@ func resolveAgainIfStale(ctx context.Context, c client.Client, sub *operatorsv1a
 	gone, err := StaleResolution(ctx, c, sub)
 	if err != nil || len(gone) == 0 {
 		return "", err
+	}
+	// The condition stays until a resolution succeeds, which can take a bundle unpack after the nudge
+	// worked: ask again only when the last request is old.
+	if last, err := time.Parse(time.RFC3339Nano, sub.GetAnnotations()[ResolveNudgeAnnotation]); err == nil && time.Since(last) < resolveAgainEvery {
+		return fmt.Sprintf("OLM's resolution failed on CSVs already gone (%v); asked it to resolve again at %s", gone, last.Format(time.TimeOnly)), nil
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ResolveNudgeAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
 	if err := c.Patch(ctx, sub, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {

@@ -67,7 +67,7 @@ func TestApproveInstallPlanMakesOLMResolveAgainAfterAStaleFailure(t *testing.T) 
 		Status: corev1.ConditionTrue, Reason: "ConstraintsNotSatisfiable", Message: staleMessage})
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sub).WithStatusSubresource(sub).Build()
 	_, err := olm.ApproveInstallPlan(context.Background(), c, sub, "widget-operator.v0.3.0", 2*time.Second)
-	if err == nil || !strings.Contains(err.Error(), "which it does not retry; annotated Subscription ns/widget-operator") {
+	if err == nil || !strings.Contains(err.Error(), "OLM's resolution failed on CSVs already gone ([widget-operator.v0.1.0]); asked it to resolve again at") {
 		t.Fatalf("the wait should say that it made OLM resolve again, got %v", err)
 	}
 	live := &operatorsv1alpha1.Subscription{}
