@@ -7,18 +7,15 @@ package bundles
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -156,57 +153,4 @@ func (b *Bundle) add(doc []byte, obj *unstructured.Unstructured) error {
 		b.Others = append(b.Others, obj)
 	}
 	return nil
-}
-
-// LoadCatalog parses the file-based catalog in dir (CatalogDir() for the fixtures) with
-// operator-registry's declcfg, the library `opm` uses.
-func LoadCatalog(ctx context.Context, dir string) (*declcfg.DeclarativeConfig, error) {
-	cfg, err := declcfg.LoadFS(ctx, os.DirFS(dir))
-	if err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", dir, err)
-	}
-	return cfg, nil
-}
-
-// UpgradeGraph follows the replaces chain of one channel of a catalog from its tail to its head and
-// returns the bundle names in upgrade order (oldest first).
-func UpgradeGraph(cfg *declcfg.DeclarativeConfig, pkg, channel string) ([]string, error) {
-	for _, ch := range cfg.Channels {
-		if ch.Package != pkg || ch.Name != channel {
-			continue
-		}
-		successor := map[string]string{} // replaced -> replacing
-		replacesOne := map[string]bool{}
-		for _, e := range ch.Entries {
-			if e.Replaces != "" {
-				if prev, dup := successor[e.Replaces]; dup {
-					return nil, fmt.Errorf("channel %s/%s: %s is replaced by both %s and %s", pkg, channel, e.Replaces, prev, e.Name)
-				}
-				successor[e.Replaces] = e.Name
-				replacesOne[e.Name] = true
-			}
-		}
-		var tails []string
-		for _, e := range ch.Entries {
-			if !replacesOne[e.Name] {
-				tails = append(tails, e.Name)
-			}
-		}
-		sort.Strings(tails)
-		if len(tails) != 1 {
-			return nil, fmt.Errorf("channel %s/%s: want one entry that replaces nothing, found %v", pkg, channel, tails)
-		}
-		graph := []string{tails[0]}
-		for next, ok := successor[tails[0]]; ok; next, ok = successor[next] {
-			graph = append(graph, next)
-			if len(graph) > len(ch.Entries) {
-				return nil, fmt.Errorf("channel %s/%s: replaces chain has a cycle", pkg, channel)
-			}
-		}
-		if len(graph) != len(ch.Entries) {
-			return nil, fmt.Errorf("channel %s/%s: entries %d, but the replaces chain has only %v", pkg, channel, len(ch.Entries), graph)
-		}
-		return graph, nil
-	}
-	return nil, fmt.Errorf("catalog has no channel %s in package %s", channel, pkg)
 }

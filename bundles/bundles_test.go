@@ -1,14 +1,11 @@
 package bundles_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 )
@@ -56,29 +53,5 @@ func TestLoadRejectsBundleWithoutCSV(t *testing.T) {
 	}
 	if _, err := bundles.Load(dir); err == nil || !strings.Contains(err.Error(), "no ClusterServiceVersion") {
 		t.Errorf("err = %v, want one saying the CSV is missing", err)
-	}
-}
-
-func TestUpgradeGraph(t *testing.T) {
-	cfg, err := bundles.LoadCatalog(context.Background(), bundles.CatalogDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	graph, err := bundles.UpgradeGraph(cfg, "widget-operator", "alpha")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"widget-operator.v0.1.0", "widget-operator.v0.2.0", "widget-operator.v0.3.0"}; !slices.Equal(graph, want) {
-		t.Errorf("graph = %v, want %v", graph, want)
-	}
-
-	branched := &declcfg.DeclarativeConfig{Channels: []declcfg.Channel{{Package: "p", Name: "c", Entries: []declcfg.ChannelEntry{
-		{Name: "p.v1"}, {Name: "p.v2", Replaces: "p.v1"}, {Name: "p.v3", Replaces: "p.v1"},
-	}}}}
-	if _, err := bundles.UpgradeGraph(branched, "p", "c"); err == nil {
-		t.Error("a branched replaces chain was accepted")
-	}
-	if _, err := bundles.UpgradeGraph(cfg, "widget-operator", "stable"); err == nil {
-		t.Error("a missing channel was accepted")
 	}
 }

@@ -4,15 +4,16 @@
 #
 # PROVIDER unset: kind when Docker can run it here (scripts/kind/docker.sh succeeds), else envtest, saying
 # why. PROVIDER=kind builds what is missing (Docker, node image, images: scripts/kind/, scripts/images.sh),
-# creates or reuses the cluster $KIND_CLUSTER_NAME (OLM installed, images loaded), runs the suites on it
+# creates or reuses the cluster $CLEANUP_E2E_KIND_CLUSTER (or KIND_CLUSTER_NAME; OLM installed, images loaded), runs the suites on it
 # (all Ginkgo processes of all suites share it), exports the node's logs to $ARTIFACTS/kind-logs, and
-# deletes the cluster at the end, also on failure or Ctrl-C, unless KEEP_CLUSTER=1.
+# deletes the cluster at the end, also on failure or Ctrl-C, unless KEEP_CLUSTER=1 (or CLEANUP_E2E_KEEP_CLUSTER=1).
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 start_all=$SECONDS
 
+PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-}}
 if [ -z "${PROVIDER:-}" ]; then
   if out=$(bash scripts/kind/docker.sh 2>&1); then
     PROVIDER=kind docker_ready=1
@@ -23,15 +24,16 @@ if [ -z "${PROVIDER:-}" ]; then
     printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /' >&2
   fi
 fi
-export ARTIFACTS PROVIDER
+# The framework reads the prefixed names (framework/envvar); make keeps the short ones.
+export ARTIFACTS PROVIDER CLEANUP_E2E_PROVIDER=$PROVIDER
 procs=${GINKGO_PROCS:-2}
 
 case $PROVIDER in
   envtest) bash scripts/tools.sh ;;
   kind)
-    cluster=${KIND_CLUSTER_NAME:-cleanup-e2e}
-    keep=${KEEP_CLUSTER:-0}
-    export KIND_CLUSTER_NAME=$cluster
+    cluster=${CLEANUP_E2E_KIND_CLUSTER:-${KIND_CLUSTER_NAME:-cleanup-e2e}}
+    keep=${CLEANUP_E2E_KEEP_CLUSTER:-${KEEP_CLUSTER:-0}}
+    export CLEANUP_E2E_KIND_CLUSTER=$cluster
     [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
     step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh
     step "images (scripts/images.sh)" bash scripts/images.sh
@@ -43,7 +45,7 @@ case $PROVIDER in
       trap - EXIT INT TERM
       "$helper" logs "$ARTIFACTS/kind-logs" >/dev/null 2>&1 && log "node logs in $ARTIFACTS/kind-logs" || true
       if [ "$keep" = 1 ]; then
-        log "KEEP_CLUSTER=1: kind cluster $cluster kept (kubeconfig: kind export kubeconfig --name $cluster, or ${TMPDIR:-/tmp}/cleanup-e2e-kind/kind-$cluster/kubeconfig); delete: KIND_CLUSTER_NAME=$cluster go run ./scripts/kind/cluster down"
+        log "KEEP_CLUSTER=1: kind cluster $cluster kept (kubeconfig: kind export kubeconfig --name $cluster, or ${TMPDIR:-/tmp}/cleanup-e2e-kind/kind-$cluster/kubeconfig); delete: CLEANUP_E2E_KIND_CLUSTER=$cluster go run ./scripts/kind/cluster down"
       else
         step "delete kind cluster $cluster" "$helper" down || true
       fi
@@ -54,7 +56,7 @@ case $PROVIDER in
     trap 'log "interrupted"; exit 130' INT TERM
     step "kind cluster $cluster + images + OLM (created, or reused when healthy)" "$helper" up
     # The suites share the cluster (framework/suite.SynchronizedProvider); only this script deletes it.
-    export KEEP_CLUSTER=1
+    export CLEANUP_E2E_KEEP_CLUSTER=1
     ;;
   *) ;;
 esac

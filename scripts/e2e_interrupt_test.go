@@ -17,7 +17,7 @@ import (
 )
 
 // TestE2EInterruptDeletesCluster is issue 6's Ctrl-C fault: an interrupt while `make e2e` runs the
-// suites on kind must leave no cluster behind (unless KEEP_CLUSTER=1) and exit non-zero. It runs
+// suites on kind must leave no cluster behind (unless CLEANUP_E2E_KEEP_CLUSTER=1) and exit non-zero. It runs
 // scripts/e2e.sh on its own cluster with the smoke suite only, interrupts the whole process group as a
 // terminal's Ctrl-C would once the suites started, and checks Docker for the node. About 1.5 minutes,
 // with the node image and images already built; needs Docker, hence the gate.
@@ -31,7 +31,7 @@ func TestE2EInterruptDeletesCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "e2e.sh")
-	cmd.Env = append(os.Environ(), "PROVIDER=kind", "KIND_CLUSTER_NAME="+name, "KEEP_CLUSTER=0",
+	cmd.Env = append(os.Environ(), "PROVIDER=kind", "CLEANUP_E2E_KIND_CLUSTER="+name, "CLEANUP_E2E_KEEP_CLUSTER=0",
 		"GINKGO_LABEL_FILTER=smoke", "ARTIFACTS="+t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a process group, like a terminal's job
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

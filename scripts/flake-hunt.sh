@@ -77,7 +77,7 @@ if [ "$e2e_repeats" -gt 0 ]; then
   e2e=$hunt/e2e
   mkdir -p "$e2e/junit"
   log "e2e suites on envtest, ginkgo --repeat=$((e2e_repeats - 1)) (log: $e2e/log)"
-  JUNIT_PER_RUN_DIR=$e2e/junit ARTIFACTS=$e2e PROVIDER=envtest \
+  CLEANUP_E2E_JUNIT_PER_RUN_DIR=$e2e/junit ARTIFACTS=$e2e PROVIDER=envtest CLEANUP_E2E_PROVIDER=envtest \
     go run github.com/onsi/ginkgo/v2/ginkgo run -r --procs="${GINKGO_PROCS:-2}" --randomize-all --keep-going \
       --repeat=$((e2e_repeats - 1)) --timeout="${E2E_TIMEOUT:-6h}" \
       ${GINKGO_LABEL_FILTER:+--label-filter="$GINKGO_LABEL_FILTER"} "${FLAKE_HUNT_E2E:-./e2e}" >"$e2e/log" 2>&1 || e2e_rc=$?

@@ -7,7 +7,8 @@ cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 rm -f "$ARTIFACTS"/junit-*.xml   # the closing line must count this run only
-export ARTIFACTS PROVIDER=${PROVIDER:-envtest}
+export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
+export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
 gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
 
 rc=0

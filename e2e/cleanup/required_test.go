@@ -20,9 +20,9 @@ import (
 )
 
 var gizmoOperator = specs.OperandCleanupSpecInput{
-	Cluster:   clusterUnderTest,
-	Name:      "gizmo-operator",
-	BundleDir: bundles.Dir("gizmo-operator", "v0.1.0"),
+	Environment: clusterUnderTest,
+	Name:        "gizmo-operator",
+	BundleDir:   bundles.Dir("gizmo-operator", "v0.1.0"),
 	Samples: func(string) []*unstructured.Unstructured {
 		return []*unstructured.Unstructured{toUnstructured(&fixturesv1alpha1.Gizmo{ObjectMeta: metav1.ObjectMeta{Name: "sample"}})}
 	},

@@ -20,9 +20,9 @@ import (
 )
 
 var stackOperator = specs.OperandCleanupSpecInput{
-	Cluster:   clusterUnderTest,
-	Name:      "stack-operator",
-	BundleDir: bundles.Dir("stack-operator", "v0.1.0"),
+	Environment: clusterUnderTest,
+	Name:        "stack-operator",
+	BundleDir:   bundles.Dir("stack-operator", "v0.1.0"),
 	Samples: func(string) []*unstructured.Unstructured {
 		return []*unstructured.Unstructured{toUnstructured(&fixturesv1alpha1.Stack{
 			ObjectMeta: metav1.ObjectMeta{Name: "sample"},

@@ -21,7 +21,6 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 )
@@ -31,11 +30,11 @@ func TestOperandCleanup(t *testing.T) {
 }
 
 var (
-	cl  specs.Cluster
+	cl  cluster.Environment
 	k8s client.Client
 )
 
-func clusterUnderTest() specs.Cluster { return cl }
+func clusterUnderTest() cluster.Environment { return cl }
 
 var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry: registry(), RunLeftovers: footprint.RunLeftovers()}, suite.Setup{
 	Cluster: func(ctx context.Context, p cluster.Provider) {
@@ -51,7 +50,7 @@ var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry
 		var err error
 		k8s, err = kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
 		Expect(err).NotTo(HaveOccurred())
-		cl = specs.Cluster{Provider: p, Client: k8s}
+		cl = cluster.Environment{Provider: p, Client: k8s}
 	},
 }, NodeTimeout(5*time.Minute))
 

@@ -20,7 +20,7 @@ var _ = specs.OperandCleanupSpec(context.Background(), widgetOperator)
 
 // widgetOperator describes widget-operator to the spec library; the fixture-specific specs reuse it.
 var widgetOperator = specs.OperandCleanupSpecInput{
-	Cluster:           clusterUnderTest,
+	Environment:       clusterUnderTest,
 	Name:              "widget-operator",
 	BundleDir:         bundles.Dir("widget-operator", "v0.1.0"),
 	UpgradeBundleDirs: []string{bundles.Dir("widget-operator", "v0.2.0"), bundles.Dir("widget-operator", "v0.3.0")},

@@ -6,9 +6,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -20,18 +21,18 @@ import (
 // cluster RBAC names), so they run in parallel.
 var _ = Describe("The payload applier Deployment", Label("cvo", "delete-annotation", "deployment"), func() {
 	It("removes an object when its payload ConfigMap moves to a release marking it, and its ClusterOperator converges", func(ctx context.Context) {
-		e := specs.NewPayloadEnv(ctx, clusterUnderTest(), "deploy", applier.Options{})
+		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "deploy", applier.Options{})
 		ns := e.ID
 		old, keep := appConfigMap(ns, "old"), appConfigMap(ns, "keep")
 		v1 := appPayload(ns, "1.0.0").
 			File("0000_10_app_01_old.yaml", old).
 			File("0000_20_app_00_cluster-operator.yaml", pt.ClusterOperator(ns, "operator", "1.0.0"))
 		pa := installApplier(ctx, e, v1)
-		e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", "1.0.0"),
-			matchers.HaveClusterOperatorCondition("Available", "True", payload.ReasonAsExpected),
-			matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected),
-			matchers.HaveRelatedObject("", "configmaps", e.Namespace, e.ClusterOperator+applier.StateConfigMapSuffix),
-			matchers.HaveRelatedObject("", "configmaps", ns, "old"))
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", "1.0.0"),
+			clusteroperator.HaveCondition("Available", "True", payload.ReasonAsExpected),
+			clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected),
+			clusteroperator.HaveRelatedObject("", "configmaps", e.Namespace, e.ClusterOperator+applier.StateConfigMapSuffix),
+			clusteroperator.HaveRelatedObject("", "configmaps", ns, "old"))
 		e.ExpectPresent(ctx, old, keep)
 
 		By("publishing 1.1.0, which marks the old ConfigMap")
@@ -39,31 +40,31 @@ var _ = Describe("The payload applier Deployment", Label("cvo", "delete-annotati
 			File("0000_10_app_01_old.yaml", pt.Delete(appConfigMap(ns, "old"))).
 			File("0000_20_app_00_cluster-operator.yaml", pt.ClusterOperator(ns, "operator", "1.1.0"))
 		setPayload(ctx, e, pa, v2)
-		e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", "1.1.0"),
-			matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected),
-			matchers.HaveClusterOperatorCondition("Progressing", "False", payload.ReasonAsExpected),
-			matchers.HaveClusterOperatorCondition("Degraded", "False", payload.ReasonAsExpected),
-			Not(matchers.HaveRelatedObject("", "configmaps", ns, "old")))
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", "1.1.0"),
+			clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected),
+			clusteroperator.HaveCondition("Progressing", "False", payload.ReasonAsExpected),
+			clusteroperator.HaveCondition("Degraded", "False", payload.ReasonAsExpected),
+			Not(clusteroperator.HaveRelatedObject("", "configmaps", ns, "old")))
 		e.ExpectGone(ctx, old)
 		e.ExpectPresent(ctx, keep)
 		Expect(deleteRecord(ctx, e, pa, old).Verified).NotTo(BeNil(), "the state ConfigMap records the verified delete")
 	})
 
 	It("keeps delete progress across a restart in the middle of a deletion", Label("restart"), func(ctx context.Context) {
-		e := specs.NewPayloadEnv(ctx, clusterUnderTest(), "restart", applier.Options{})
+		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "restart", applier.Options{})
 		ns := e.ID
 		held := func() obj { return appConfigMap(ns, "held") }
-		v1 := appPayload(ns, "1.0.0").File("0000_10_app_01_held.yaml", pt.WithFinalizers(held(), specs.HoldFinalizer))
+		v1 := appPayload(ns, "1.0.0").File("0000_10_app_01_held.yaml", pt.WithFinalizers(held(), hold.Finalizer))
 		pa := installApplier(ctx, e, v1)
-		e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", "1.0.0"))
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", "1.0.0"))
 
 		By("publishing 1.1.0, which marks the held ConfigMap: Upgradeable=False names it")
 		v2 := v1.Clone().Version("1.1.0").File("0000_10_app_01_held.yaml", pt.Delete(held()))
 		setPayload(ctx, e, pa, v2)
-		pending := payload.UpgradeableMessage([]string{specs.ResourceOf(held()).String()})
-		e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", "1.1.0"),
-			matchers.HaveClusterOperatorCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress),
-			matchers.HaveClusterOperatorConditionMessage("Upgradeable", pending))
+		pending := payload.UpgradeableMessage([]string{deleteannotation.ResourceOf(held()).String()})
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", "1.1.0"),
+			clusteroperator.HaveCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress),
+			clusteroperator.HaveConditionMessage("Upgradeable", pending))
 		requested := deleteRecord(ctx, e, pa, held()).Requested
 		Expect(requested).NotTo(BeNil())
 
@@ -74,15 +75,15 @@ var _ = Describe("The payload applier Deployment", Label("cvo", "delete-annotati
 		By("the new process applies a z-stream update and still knows the delete it requested before")
 		v3 := v2.Clone().Version("1.1.1").File("0000_10_app_03_after-restart.yaml", appConfigMap(ns, "after-restart"))
 		setPayload(ctx, e, pa, v3)
-		e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", "1.1.1"),
-			matchers.HaveClusterOperatorCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress),
-			matchers.HaveClusterOperatorConditionMessage("Upgradeable", pending))
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", "1.1.1"),
+			clusteroperator.HaveCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress),
+			clusteroperator.HaveConditionMessage("Upgradeable", pending))
 		e.ExpectPresent(ctx, appConfigMap(ns, "after-restart"))
 		Expect(deleteRecord(ctx, e, pa, held()).Requested).To(HaveValue(BeTemporally("==", *requested)), "requested once, not again after the restart")
 
 		By("releasing the finalizer: the restarted applier verifies the delete")
-		specs.ReleaseHold(ctx, k8s, held())
-		e.ExpectClusterOperator(ctx, matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
+		Expect(hold.Release(ctx, k8s, held())).To(Succeed())
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected))
 		e.ExpectGone(ctx, held())
 		Expect(deleteRecord(ctx, e, pa, held()).Verified).NotTo(BeNil())
 	})
@@ -99,7 +100,7 @@ func appPayload(ns, version string) *pt.Builder {
 // installApplier installs config/payload-applier into the env's namespace, passing every second and
 // reporting to the env's ClusterOperator, with b as its payload. When the spec ends it is stopped
 // before the payload objects are deleted.
-func installApplier(ctx context.Context, e *specs.PayloadEnv, b *pt.Builder) *components.PayloadApplier {
+func installApplier(ctx context.Context, e *deleteannotation.Env, b *pt.Builder) *components.PayloadApplier {
 	GinkgoHelper()
 	e.TrackPayload(b)
 	e.ReportClusterOperators(ctx, b)
@@ -120,7 +121,7 @@ func installApplier(ctx context.Context, e *specs.PayloadEnv, b *pt.Builder) *co
 }
 
 // setPayload replaces the payload ConfigMap's content with b (reporting its ClusterOperators first).
-func setPayload(ctx context.Context, e *specs.PayloadEnv, pa *components.PayloadApplier, b *pt.Builder) {
+func setPayload(ctx context.Context, e *deleteannotation.Env, pa *components.PayloadApplier, b *pt.Builder) {
 	GinkgoHelper()
 	e.TrackPayload(b)
 	e.ReportClusterOperators(ctx, b)
@@ -130,21 +131,21 @@ func setPayload(ctx context.Context, e *specs.PayloadEnv, pa *components.Payload
 }
 
 // deleteRecord reads the Deployment's persisted delete progress for obj.
-func deleteRecord(ctx context.Context, e *specs.PayloadEnv, pa *components.PayloadApplier, o obj) applier.DeleteRecord {
+func deleteRecord(ctx context.Context, e *deleteannotation.Env, pa *components.PayloadApplier, o obj) applier.DeleteRecord {
 	GinkgoHelper()
 	d, found := findDeleteRecord(ctx, e, pa, o)
 	if !found {
-		Fail("no delete record for " + specs.ResourceOf(o).String() + " in the applier's state")
+		Fail("no delete record for " + deleteannotation.ResourceOf(o).String() + " in the applier's state")
 	}
 	return d
 }
 
 // findDeleteRecord reads the Deployment's persisted delete progress for obj, if it has any.
-func findDeleteRecord(ctx context.Context, e *specs.PayloadEnv, pa *components.PayloadApplier, o obj) (applier.DeleteRecord, bool) {
+func findDeleteRecord(ctx context.Context, e *deleteannotation.Env, pa *components.PayloadApplier, o obj) (applier.DeleteRecord, bool) {
 	GinkgoHelper()
 	state, err := pa.State(ctx, e.ClusterOperator)
 	Expect(err).NotTo(HaveOccurred())
-	key := specs.ResourceOf(o).Key()
+	key := deleteannotation.ResourceOf(o).Key()
 	for _, d := range state.Deletes {
 		if d.Resource.Key() == key {
 			return d, true

@@ -12,9 +12,10 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -25,22 +26,22 @@ import (
 // refused, z-stream allowed) until the finalizer lets go.
 var _ = Describe("A delete held by an operator's finalizer", Label("cvo", "delete-annotation", "finalizer"), func() {
 	It("keeps Upgradeable=False naming the object, reports progress on every pass, and completes once released", func(ctx context.Context) {
-		e := specs.NewPayloadEnv(ctx, clusterUnderTest(), "held", applier.Options{})
+		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "held", applier.Options{})
 		ns := e.ID
 		held := heldWidget(ns)
-		r := specs.ResourceOf(held)
+		r := deleteannotation.ResourceOf(held)
 		v1 := widgetOperatorPayload(e.ID, "1.0.0").File(widgetFile, held)
 		e.MustRun(ctx, v1, applier.ModeInstall)
 		Expect(kube.WaitDeploymentAvailable(ctx, k8s, types.NamespacedName{Namespace: ns, Name: widget.Name}, e.Timeout)).To(Succeed())
-		Eventually(func() (client.Object, error) { return specs.GetObject(ctx, k8s, held) }).WithContext(ctx).
+		Eventually(func() (client.Object, error) { return kube.Get(ctx, k8s, held) }).WithContext(ctx).
 			WithTimeout(e.Timeout).Should(matchers.HaveFinalizer(widget.Finalizer), "widget-operator took charge of the Widget")
 
 		By("updating to a release marking the Widget: one Delete, the finalizer holds it")
 		v2 := v1.Clone().Version("1.1.0").File(widgetFile, pt.Delete(heldWidget(ns)))
 		res := e.MustRun(ctx, v2, applier.ModeUpdate)
 		Expect(res.Task(widgetFile).Outcome).To(Equal(applier.OutcomeDeleteRequested))
-		Expect(specs.TaskTexts(*res.Task(widgetFile))).To(ConsistOf(payload.MsgDeleteRequested(r)))
-		live, err := specs.GetObject(ctx, k8s, held)
+		Expect(deleteannotation.TaskTexts(*res.Task(widgetFile))).To(ConsistOf(payload.MsgDeleteRequested(r)))
+		live, err := kube.Get(ctx, k8s, held)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(live).To(matchers.BeBeingDeleted())
 		expectedBy := payload.MsgDeleteExpectedBy(r, live.GetDeletionTimestamp().Time)
@@ -51,11 +52,11 @@ var _ = Describe("A delete held by an operator's finalizer", Label("cvo", "delet
 			res := e.Run(ctx, v2, applier.ModeReconcile)
 			g.Expect(res.Err).NotTo(HaveOccurred())
 			g.Expect(res.Task(widgetFile).Outcome).To(Equal(applier.OutcomeDeleteInProgress))
-			g.Expect(specs.TaskTexts(*res.Task(widgetFile))).To(ConsistOf(expectedBy))
+			g.Expect(deleteannotation.TaskTexts(*res.Task(widgetFile))).To(ConsistOf(expectedBy))
 			g.Expect(res.DeletesInProgress).To(ConsistOf(r.String()))
 			g.Expect(e.GetClusterOperator(ctx)()).To(And(
-				matchers.HaveClusterOperatorCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress),
-				matchers.HaveClusterOperatorConditionMessage("Upgradeable", pending)))
+				clusteroperator.HaveCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress),
+				clusteroperator.HaveConditionMessage("Upgradeable", pending)))
 		}).WithContext(ctx).WithTimeout(4 * time.Second).WithPolling(time.Second).Should(Succeed())
 
 		By("a minor update is refused while the delete is pending; a z-stream update would not be")
@@ -67,16 +68,16 @@ var _ = Describe("A delete held by an operator's finalizer", Label("cvo", "delet
 		res = e.Run(ctx, v2.Clone().Version("1.2.0"), applier.ModeUpdate)
 		Expect(applier.IsUpgradeBlocked(res.Err)).To(BeTrue(), "%v", res.Err)
 		Expect(res.Err).To(MatchError(ContainSubstring(pending)))
-		e.ExpectClusterOperator(ctx, matchers.HaveClusterOperatorCondition("Progressing", "False", applier.ReasonUpgradeBlocked),
-			matchers.HaveOperandVersion("operator", "1.1.0"))
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveCondition("Progressing", "False", applier.ReasonUpgradeBlocked),
+			clusteroperator.HaveOperandVersion("operator", "1.1.0"))
 
 		By("clearing spec.hold: widget-operator's finalizer finishes, the delete completes")
 		Expect(k8s.Patch(ctx, live, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"hold":false}}`)))).To(Succeed())
 		passes := e.RunUntil(ctx, v2, applier.ModeReconcile, HaveField("Upgradeable", BeTrue()))
-		Expect(specs.Count(specs.Texts(passes...), payload.MsgDeleteCompleted(r))).To(Equal(1))
+		Expect(deleteannotation.Count(deleteannotation.Texts(passes...), payload.MsgDeleteCompleted(r))).To(Equal(1))
 		e.ExpectGone(ctx, held)
-		e.ExpectClusterOperator(ctx, matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected),
-			matchers.HaveClusterOperatorCondition("Progressing", "False", payload.ReasonAsExpected))
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected),
+			clusteroperator.HaveCondition("Progressing", "False", payload.ReasonAsExpected))
 	})
 })
 

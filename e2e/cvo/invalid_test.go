@@ -7,8 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -18,7 +18,7 @@ import (
 // every pass; the rest of its component and every later run level wait, other components go on.
 var _ = DescribeTable("An invalid delete annotation value", Label("cvo", "delete-annotation", "invalid-annotation"),
 	func(ctx context.Context, value string) {
-		e := specs.NewPayloadEnv(ctx, clusterUnderTest(), "invalid", applier.Options{})
+		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "invalid", applier.Options{})
 		ns := e.ID
 		cm := func(name, v string) obj { return pt.ConfigMap(ns, name, map[string]string{"v": v}) }
 		const (
@@ -63,12 +63,12 @@ var _ = DescribeTable("An invalid delete annotation value", Label("cvo", "delete
 			expectData(ctx, e, cm("sibling", ""), "2")
 			e.ExpectGone(ctx, cm("fresh", "")) // never created
 			e.ExpectClusterOperator(ctx,
-				matchers.HaveClusterOperatorCondition("Degraded", "True", applier.ReasonMultipleErrors),
-				matchers.HaveClusterOperatorConditionMessage("Degraded", And(
+				clusteroperator.HaveCondition("Degraded", "True", applier.ReasonMultipleErrors),
+				clusteroperator.HaveConditionMessage("Degraded", And(
 					ContainSubstring(existing+"[0]: "+invalid), ContainSubstring(fresh+"[0]: "+invalid))),
-				matchers.HaveClusterOperatorCondition("Progressing", "True", applier.ReasonMultipleErrors),
-				matchers.HaveOperandVersion("operator", "1.0.0"),
-				matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
+				clusteroperator.HaveCondition("Progressing", "True", applier.ReasonMultipleErrors),
+				clusteroperator.HaveOperandVersion("operator", "1.0.0"),
+				clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected))
 		}
 	},
 	Entry(`"True"`, "True"),
@@ -78,7 +78,7 @@ var _ = DescribeTable("An invalid delete annotation value", Label("cvo", "delete
 )
 
 // expectData checks a ConfigMap's data["v"].
-func expectData(ctx context.Context, e *specs.PayloadEnv, cm obj, v string) {
+func expectData(ctx context.Context, e *deleteannotation.Env, cm obj, v string) {
 	GinkgoHelper()
 	live := e.ExpectPresent(ctx, cm)[0]
 	Expect(live.Object["data"]).To(HaveKeyWithValue("v", v), "configmap %s", cm.GetName())

@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -23,7 +25,7 @@ import (
 // serially within a component) and level 40 applied in the same pass.
 var _ = Describe("Deletions across run levels", Label("cvo", "delete-annotation", "ordering"), func() {
 	It("happen in run-level order, and a pending delete does not hold a later run level back", func(ctx context.Context) {
-		e := specs.NewPayloadEnv(ctx, clusterUnderTest(), "order", applier.Options{})
+		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "order", applier.Options{})
 		ns := e.ID
 		cm := func(name string) obj { return pt.ConfigMap(ns, name, map[string]string{"k": "v"}) }
 		files := []struct{ file, name string }{
@@ -37,11 +39,11 @@ var _ = Describe("Deletions across run levels", Label("cvo", "delete-annotation"
 		for i, f := range files {
 			o := cm(f.name)
 			if i == 0 {
-				o = pt.WithFinalizers(o, specs.HoldFinalizer)
+				o = pt.WithFinalizers(o, hold.Finalizer)
 			}
 			v1.File(f.file, o)
 			v2.File(f.file, pt.Delete(cm(f.name)))
-			order = append(order, payload.MsgDeleteRequested(specs.ResourceOf(o)))
+			order = append(order, payload.MsgDeleteRequested(deleteannotation.ResourceOf(o)))
 		}
 		e.MustRun(ctx, v1, applier.ModeInstall)
 		deleted := watchDeletions(ctx, ns)
@@ -59,12 +61,12 @@ var _ = Describe("Deletions across run levels", Label("cvo", "delete-annotation"
 
 		By("only the held object keeps Upgradeable=False")
 		res = e.MustRun(ctx, v2, applier.ModeReconcile)
-		heldName := specs.ResourceOf(cm("held")).String()
+		heldName := deleteannotation.ResourceOf(cm("held")).String()
 		Expect(res.DeletesInProgress).To(ConsistOf(heldName))
-		e.ExpectClusterOperator(ctx, matchers.HaveClusterOperatorConditionMessage("Upgradeable", payload.UpgradeableMessage([]string{heldName})))
+		e.ExpectClusterOperator(ctx, clusteroperator.HaveConditionMessage("Upgradeable", payload.UpgradeableMessage([]string{heldName})))
 
 		By("releasing it")
-		specs.ReleaseHold(ctx, k8s, held)
+		Expect(hold.Release(ctx, k8s, held)).To(Succeed())
 		e.RunUntil(ctx, v2, applier.ModeReconcile, HaveField("Upgradeable", BeTrue()))
 		e.ExpectGone(ctx, cm("held"))
 	})

@@ -7,8 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -19,11 +19,11 @@ import (
 // applier does not delete it again).
 var _ = Describe("An object recreated after its delete", Label("cvo", "delete-annotation", "reappeared"), func() {
 	It("is still in progress before the delete was verified, and a warning after", func(ctx context.Context) {
-		e := specs.NewPayloadEnv(ctx, clusterUnderTest(), "reappear", applier.Options{})
+		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "reappear", applier.Options{})
 		ns := e.ID
 		const file = "0000_10_app_01_comeback.yaml"
 		comeback := func() obj { return pt.ConfigMap(ns, "comeback", map[string]string{"v": "1"}) }
-		r := specs.ResourceOf(comeback())
+		r := deleteannotation.ResourceOf(comeback())
 		v1 := pt.New("1.0.0").File("0000_10_app_00_namespace.yaml", pt.Namespace(ns)).File(file, comeback())
 		e.MustRun(ctx, v1, applier.ModeInstall)
 
@@ -34,7 +34,7 @@ var _ = Describe("An object recreated after its delete", Label("cvo", "delete-an
 		By("recreated before any pass saw it gone: the delete is still in progress, no warning")
 		Expect(k8s.Create(ctx, comeback())).To(Succeed())
 		res := e.MustRun(ctx, v2, applier.ModeReconcile)
-		Expect(specs.TaskTexts(*res.Task(file))).To(ConsistOf(payload.MsgDeleteAlreadyRequested(r)))
+		Expect(deleteannotation.TaskTexts(*res.Task(file))).To(ConsistOf(payload.MsgDeleteAlreadyRequested(r)))
 		Expect(res.Warnings()).To(BeEmpty())
 		Expect(res.DeletesInProgress).To(ConsistOf(r.String()))
 		e.ExpectPresent(ctx, comeback()) // requested once, never again
@@ -61,7 +61,7 @@ var _ = Describe("An object recreated after its delete", Label("cvo", "delete-an
 
 // recreateAndExpectWarning recreates the object after its delete was verified: the pass completes
 // with the reappearance warning, the object stays, Upgradeable stays True and Degraded False.
-func recreateAndExpectWarning(ctx context.Context, e *specs.PayloadEnv, b *pt.Builder, file, warning string) {
+func recreateAndExpectWarning(ctx context.Context, e *deleteannotation.Env, b *pt.Builder, file, warning string) {
 	GinkgoHelper()
 	cm := pt.ConfigMap(e.ID, "comeback", map[string]string{"v": "again"})
 	Expect(k8s.Create(ctx, cm)).To(Succeed())
@@ -72,6 +72,6 @@ func recreateAndExpectWarning(ctx context.Context, e *specs.PayloadEnv, b *pt.Bu
 		Expect(res.Upgradeable).To(BeTrue())
 	}
 	e.ExpectPresent(ctx, cm)
-	e.ExpectClusterOperator(ctx, matchers.HaveClusterOperatorCondition("Degraded", "False", payload.ReasonAsExpected),
-		matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
+	e.ExpectClusterOperator(ctx, clusteroperator.HaveCondition("Degraded", "False", payload.ReasonAsExpected),
+		clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected))
 }

@@ -3,7 +3,7 @@
 // enhancement's service-catalog removal, install mode, invalid values, finalizers, reappearance,
 // already-gone objects, run-level ordering, and the applier running as its own Deployment.
 //
-// Most specs drive the library in-process (specs.PayloadEnv: one applier, namespace and
+// Most specs drive the library in-process (deleteannotation.Env: one applier, namespace and
 // ClusterOperator per spec, so they run in parallel and in random order); the deployment specs run
 // config/payload-applier as a Deployment.
 package cvo
@@ -27,7 +27,6 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
@@ -38,11 +37,11 @@ func TestCVO(t *testing.T) {
 }
 
 var (
-	cl  specs.Cluster
+	cl  cluster.Environment
 	k8s client.Client
 )
 
-func clusterUnderTest() specs.Cluster { return cl }
+func clusterUnderTest() cluster.Environment { return cl }
 
 var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: registry(), WithoutOLM: true, RunLeftovers: footprint.RunLeftovers()}, suite.Setup{
 	Cluster: func(ctx context.Context, p cluster.Provider) {
@@ -54,7 +53,7 @@ var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: re
 		var err error
 		k8s, err = kube.NewClient(p.RESTConfig(), kube.MustScheme(configv1.AddToScheme, fixturesv1alpha1.AddToScheme))
 		Expect(err).NotTo(HaveOccurred())
-		cl = specs.Cluster{Provider: p, Client: k8s}
+		cl = cluster.Environment{Provider: p, Client: k8s}
 	},
 }, NodeTimeout(5*time.Minute))
 

@@ -3,7 +3,7 @@ package cvo
 import (
 	"context"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
 )
 
@@ -11,12 +11,12 @@ import (
 // removes the component (namespace really gone, the applier's ClusterOperator Upgradeable=False
 // while deletes are pending, then True), a first install of the removal release creates nothing, and
 // updating a cluster that never had the component only warns.
-var _ = specs.DeleteAnnotationSpec(context.Background(), specs.DeleteAnnotationSpecInput{
-	Cluster:  clusterUnderTest,
-	Name:     "svcat",
-	Labels:   []string{"cvo"},
-	Payloads: svcatPayloads,
-	Outside:  svcatOutside,
+var _ = deleteannotation.Spec(context.Background(), deleteannotation.SpecInput{
+	Environment: clusterUnderTest,
+	Name:        "svcat",
+	Labels:      []string{"cvo"},
+	Payloads:    svcatPayloads,
+	Outside:     svcatOutside,
 })
 
 const svcat = "0000_50_cluster-svcat-apiserver-operator_"

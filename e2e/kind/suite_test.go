@@ -19,6 +19,7 @@ import (
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 )
@@ -29,8 +30,8 @@ func TestKind(t *testing.T) {
 
 // runsPods is decided while the tree is built: the specs exist only where the provider runs pods and
 // the nodes have the images.
-var runsPods = os.Getenv(suite.EnvProvider) == "kind" ||
-	(os.Getenv(suite.EnvProvider) == "existing" && os.Getenv("CLEANUP_E2E_CATALOG") == "1")
+var runsPods = envvar.Provider.Get() == "kind" ||
+	(envvar.Provider.Get() == "existing" && os.Getenv("CLEANUP_E2E_CATALOG") == "1")
 
 var (
 	provider cluster.Provider

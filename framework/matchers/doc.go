@@ -1,6 +1,6 @@
 // Package matchers holds Gomega matchers that read like the specs: HavePhase, HavePendingDeletion,
-// HaveFinalizer, BeGone for OLM and operand cleanup; ClusterOperator conditions and versions for the
-// payload applier. Failure messages print the state of the object, not just "expected true".
+// HaveFinalizer, BeGone for OLM and operand cleanup (ClusterOperator matchers are in
+// framework/clusteroperator). Failure messages print the state of the object, not just "expected true".
 //
 // Use them with controller-runtime's komega to poll the cluster:
 //

@@ -1,6 +1,11 @@
 // Package specs is the spec library operator repos import, in the style of Cluster API's test
-// framework: a function such as OperandCleanupSpec(ctx, func() OperandCleanupSpecInput) declares a
-// Ginkgo container whose specs run the documented cases against the operator described by the input.
+// framework: OperandCleanupSpec(ctx, OperandCleanupSpecInput{...}) declares a Ginkgo container whose
+// specs run the documented cases against the operator the input describes; the input's Environment
+// func hands the specs their cluster when they run (the suite connects it after the tree is built).
+// Installation is the same steps one at a time, for cases of your own.
+//
+// The library links no provider, no kind, no operator-registry and no payload applier
+// (deps_test.go): an operator repo's test binary carries only what its specs use.
 //
 // The specs check behaviour, not an implementation: the finalizer, phase, reason and message they
 // expect are the ones the operand-cleanup enhancement and operator-framework/api define.
@@ -18,6 +23,4 @@ const (
 	PhaseCleanup operatorsv1alpha1.ClusterServiceVersionPhase = "Cleanup"
 	// ReasonWaitingOnCleanup is operator-framework/api's CSVReasonWaitingForCleanupToComplete.
 	ReasonWaitingOnCleanup = operatorsv1alpha1.CSVReasonWaitingForCleanupToComplete
-	// HoldFinalizer is put by the specs on operands they want to keep pending, whatever the operator.
-	HoldFinalizer = "cleanup-e2e.io/hold"
 )

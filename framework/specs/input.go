@@ -13,18 +13,10 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 )
 
-// Cluster is what a spec needs of the cluster it runs on, resolved when the spec runs (the suite
-// creates it in BeforeSuite, after the spec tree is built).
-type Cluster struct {
-	Provider cluster.Provider
-	// Client is an admin client whose scheme knows the built-in and OLM types.
-	Client client.Client
-}
-
 // OperandCleanupSpecInput describes the operator under test.
 type OperandCleanupSpecInput struct {
-	// Cluster returns the cluster to run on.
-	Cluster func() Cluster
+	// Environment returns the cluster to run on.
+	Environment func() cluster.Environment
 	// Name prefixes namespaces and labels the container (e.g. "widget-operator").
 	Name string
 	// BundleDir is the registry-v1 bundle to install.
@@ -65,8 +57,8 @@ type OperandCleanupSpecInput struct {
 }
 
 func (in *OperandCleanupSpecInput) defaults() error {
-	if in.Cluster == nil || in.BundleDir == "" || in.Samples == nil || in.Name == "" {
-		return fmt.Errorf("OperandCleanupSpecInput needs Cluster, Name, BundleDir and Samples")
+	if in.Environment == nil || in.BundleDir == "" || in.Samples == nil || in.Name == "" {
+		return fmt.Errorf("OperandCleanupSpecInput needs Environment, Name, BundleDir and Samples")
 	}
 	if len(in.InstallModes) == 0 {
 		modes, err := SupportedInstallModes(in.BundleDir)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -37,7 +38,7 @@ type Installation struct {
 
 func NewInstallation(ctx context.Context, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *Installation {
 	Expect(in.defaults()).To(Succeed())
-	r := &Installation{in: in, c: in.Cluster().Client}
+	r := &Installation{in: in, c: in.Environment().Client}
 	r.l, r.all = newLayout(ctx, r.c, in.Name, mode)
 	return r
 }
@@ -53,7 +54,7 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 	r.csvUIDs = append(r.csvUIDs, csv.UID)
 	DeferCleanup(r.forceUninstall)
 	// Registered after forceUninstall, so it runs before it: artifacts show the state that failed.
-	DeferCleanup(func(ctx context.Context) { CollectOnFailure(ctx, r.in.Cluster, r.all...) })
+	DeferCleanup(func(ctx context.Context) { CollectOnFailure(ctx, r.in.Environment, r.all...) })
 	r.ExpectCleanupFinalizer(ctx, cleanup != nil && *cleanup)
 }
 
@@ -184,7 +185,9 @@ func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.U
 func (r *Installation) forceUninstall(ctx context.Context) {
 	if r.ops != nil {
 		for _, o := range r.ops.items {
-			release(ctx, r.c, o)
+			if err := hold.Release(ctx, r.c, o); err != nil {
+				GinkgoWriter.Printf("cleanup: %v\n", err)
+			}
 		}
 	}
 	csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
@@ -227,11 +230,15 @@ func (r *Installation) Track(objs ...*unstructured.Unstructured) {
 }
 
 // Hold keeps the operand pending deletion (a finalizer of the spec's own) until Release.
-func (r *Installation) Hold(ctx context.Context, obj *unstructured.Unstructured) { hold(ctx, r.c, obj) }
+func (r *Installation) Hold(ctx context.Context, obj *unstructured.Unstructured) {
+	GinkgoHelper()
+	Expect(hold.Put(ctx, r.c, obj)).To(Succeed())
+}
 
 // Release lets a held operand go.
 func (r *Installation) Release(ctx context.Context, obj *unstructured.Unstructured) {
-	release(ctx, r.c, obj)
+	GinkgoHelper()
+	Expect(hold.Release(ctx, r.c, obj)).To(Succeed())
 }
 
 // CSV is the installed CSV as last read by the installation.

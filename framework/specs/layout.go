@@ -6,6 +6,8 @@ import (
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/internal/ginkgox"
 )
 
 // layout is where an install puts the operator and which namespaces it targets, plus namespaces it
@@ -35,16 +37,16 @@ func (l layout) sampleNamespaces(all []string) []string {
 func newLayout(ctx context.Context, c client.Client, prefix string, mode operatorsv1alpha1.InstallModeType) (layout, []string) {
 	switch mode {
 	case operatorsv1alpha1.InstallModeTypeOwnNamespace:
-		ns := CreateNamespaces(ctx, c, prefix+"-own", 2)
+		ns := ginkgox.Namespaces(ctx, c, prefix+"-own", 2)
 		return layout{mode: mode, operator: ns[0], targets: ns[:1], untouched: ns[1:]}, ns
 	case operatorsv1alpha1.InstallModeTypeSingleNamespace:
-		ns := CreateNamespaces(ctx, c, prefix+"-single", 3)
+		ns := ginkgox.Namespaces(ctx, c, prefix+"-single", 3)
 		return layout{mode: mode, operator: ns[0], targets: ns[1:2], untouched: []string{ns[0], ns[2]}}, ns
 	case operatorsv1alpha1.InstallModeTypeMultiNamespace:
-		ns := CreateNamespaces(ctx, c, prefix+"-multi", 4)
+		ns := ginkgox.Namespaces(ctx, c, prefix+"-multi", 4)
 		return layout{mode: mode, operator: ns[0], targets: ns[1:3], untouched: []string{ns[0], ns[3]}}, ns
 	case operatorsv1alpha1.InstallModeTypeAllNamespaces:
-		ns := CreateNamespaces(ctx, c, prefix+"-all", 2)
+		ns := ginkgox.Namespaces(ctx, c, prefix+"-all", 2)
 		return layout{mode: mode, operator: ns[0]}, ns
 	}
 	panic(fmt.Sprintf("unknown install mode %q", mode))

@@ -82,8 +82,8 @@ func (r *Installation) snapshotter() *leftovers.Snapshotter {
 	if r.snapper != nil {
 		return r.snapper
 	}
-	cl := r.in.Cluster()
-	Expect(cl.Provider).NotTo(BeNil(), "the leftovers check needs Cluster().Provider (for its REST config)")
+	cl := r.in.Environment()
+	Expect(cl.Provider).NotTo(BeNil(), "the leftovers check needs Environment().Provider (for its REST config)")
 	s, err := leftovers.NewSnapshotter(cl.Provider.RESTConfig())
 	Expect(err).NotTo(HaveOccurred())
 	r.snapper = s

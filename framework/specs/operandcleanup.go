@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
@@ -55,13 +56,13 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			r.CreateOperands(ctx)
 			held, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
 			for _, o := range held {
-				hold(ctx, r.c, o)
+				r.Hold(ctx, o)
 			}
 			r.Uninstall(ctx)
 			r.ExpectPending(ctx, held)
 			for len(held) > 0 {
 				By(fmt.Sprintf("releasing %s %s", held[0].GetKind(), describeKey(held[0])))
-				release(ctx, r.c, held[0])
+				r.Release(ctx, held[0])
 				held = held[1:]
 				r.ExpectPending(ctx, held)
 			}
@@ -78,7 +79,7 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 				for i := range out {
 					out[i] = base.DeepCopy()
 					out[i].SetName(fmt.Sprintf("%s-%03d", base.GetName(), i))
-					out[i].SetFinalizers(append(out[i].GetFinalizers(), HoldFinalizer))
+					out[i].SetFinalizers(append(out[i].GetFinalizers(), hold.Finalizer))
 				}
 				return out
 			}
@@ -91,7 +92,7 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 				matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", total)),
 			))
 			for _, o := range r.ops.items {
-				release(ctx, r.c, o)
+				r.Release(ctx, o)
 			}
 			r.ExpectUninstalled(ctx)
 		})...)
@@ -102,7 +103,7 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 			r.CreateOperands(ctx)
 			watched, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
 			stuck := watched[0]
-			hold(ctx, r.c, stuck)
+			r.Hold(ctx, stuck)
 			r.Uninstall(ctx)
 			r.ExpectPending(ctx, []*unstructured.Unstructured{stuck})
 			r.SetCleanup(ctx, false)

@@ -2,7 +2,6 @@ package specs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -96,35 +95,4 @@ func names(objs []*unstructured.Unstructured) string {
 		s = append(s, o.GetKind()+" "+describeKey(o))
 	}
 	return strings.Join(s, ", ")
-}
-
-// hold adds HoldFinalizer to the operand, so it stays pending deletion until released.
-func hold(ctx context.Context, c client.Client, obj *unstructured.Unstructured) {
-	patchFinalizers(ctx, c, obj, func(f []string) []string { return append(f, HoldFinalizer) })
-}
-
-// release removes HoldFinalizer from the operand (no error when it is already gone).
-func release(ctx context.Context, c client.Client, obj *unstructured.Unstructured) {
-	patchFinalizers(ctx, c, obj, func(f []string) []string {
-		out := f[:0]
-		for _, x := range f {
-			if x != HoldFinalizer {
-				out = append(out, x)
-			}
-		}
-		return out
-	})
-}
-
-func patchFinalizers(ctx context.Context, c client.Client, obj *unstructured.Unstructured, edit func([]string) []string) {
-	EventuallyWithOffset(2, func() error {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		fins := edit(append([]string{}, live.GetFinalizers()...))
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": fins, "resourceVersion": live.GetResourceVersion()}})
-		return client.IgnoreNotFound(c.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch)))
-	}).WithContext(ctx).Should(Succeed(), "update finalizers of %s %s", obj.GetKind(), describeKey(obj))
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
 
@@ -25,7 +26,7 @@ var (
 
 func previewInput(name, bundleDir string, upgrades ...string) specs.OperandCleanupSpecInput {
 	return specs.OperandCleanupSpecInput{
-		Cluster:           func() specs.Cluster { panic("a previewed spec tree never runs a spec") },
+		Environment:       func() cluster.Environment { panic("a previewed spec tree never runs a spec") },
 		Name:              name,
 		BundleDir:         bundleDir,
 		UpgradeBundleDirs: upgrades,

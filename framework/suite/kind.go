@@ -15,13 +15,11 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/kind"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
-
-// EnvKindCluster names the kind cluster of PROVIDER=kind (default "cleanup-e2e").
-const EnvKindCluster = "KIND_CLUSTER_NAME"
 
 // LocalImagePrefixes are the registries of the images scripts/images.sh builds: pods using them get
 // imagePullPolicy IfNotPresent on kind (kind.Provider.EnsureLocalImages), since nothing can be pulled.
@@ -32,14 +30,14 @@ func ImagesList() string { return filepath.Join(toolchain.CacheDir(), "images.li
 
 // KindClusterName is $KIND_CLUSTER_NAME, default "cleanup-e2e".
 func KindClusterName() string {
-	if n := os.Getenv(EnvKindCluster); n != "" {
+	if n := envvar.KindCluster.Get(); n != "" {
 		return n
 	}
 	return "cleanup-e2e"
 }
 
-// newKind is PROVIDER=kind's NewProvider: SetUpKind with the suite's logger. With parallel Ginkgo
-// processes, or KEEP_CLUSTER=1 (scripts/e2e.sh sets it and deletes the cluster at the end), Stop keeps
+// newKind is CLEANUP_E2E_PROVIDER=kind's NewProvider: SetUpKind with the suite's logger. With parallel Ginkgo
+// processes, or CLEANUP_E2E_KEEP_CLUSTER=1 (scripts/e2e.sh sets it and deletes the cluster at the end), Stop keeps
 // the cluster.
 func newKind(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
 	suiteCfg, _ := ginkgo.GinkgoConfiguration()
@@ -50,7 +48,7 @@ func newKind(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
 // built (ImagesList), makes them never pulled (EnsureLocalImages), and installs OLM from its upstream
 // manifests (unless in.WithoutOLM; a shared cluster may have it anyway). Processes of several suites
 // may call it at once: a file lock serialises them, and the later ones reuse the cluster (reuse and
-// the OLM install are idempotent). keep makes Stop leave the cluster (as KEEP_CLUSTER=1 does).
+// the OLM install are idempotent). keep makes Stop leave the cluster (as CLEANUP_E2E_KEEP_CLUSTER=1 does).
 func SetUpKind(ctx context.Context, log logr.Logger, in ProviderInput, keep bool) (*kind.Provider, error) {
 	name := KindClusterName()
 	images, err := readImagesList()

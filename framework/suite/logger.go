@@ -3,21 +3,10 @@
 package suite
 
 import (
-	"fmt"
-	"strings"
-	"time"
-
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
-	"github.com/onsi/ginkgo/v2"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/internal/ginkgox"
 )
 
 // Logger reports framework progress to GinkgoWriter (shown for failed specs and with -v).
-func Logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		if prefix != "" {
-			prefix += " "
-		}
-		fmt.Fprintf(ginkgo.GinkgoWriter, "%s %s%s\n", time.Now().Format("15:04:05.000"), prefix, strings.TrimSpace(args))
-	}, funcr.Options{})
-}
+func Logger() logr.Logger { return ginkgox.Logger() }

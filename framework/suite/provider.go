@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"strconv"
 	"strings"
 
@@ -15,15 +14,9 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/existing"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 )
-
-// EnvProvider names the provider to use: envtest (default for now), kind or existing.
-const EnvProvider = "PROVIDER"
-
-// EnvKubeContext selects the kubeconfig context of PROVIDER=existing (kubectl's --context); the
-// kubeconfig itself comes from $KUBECONFIG, ~/.kube/config or the in-cluster config.
-const EnvKubeContext = "KUBE_CONTEXT"
 
 // ProviderInput configures NewProvider.
 type ProviderInput struct {
@@ -41,15 +34,15 @@ type ProviderInput struct {
 	RunLeftovers existing.RunLeftovers
 }
 
-// NewProvider starts the provider named by $PROVIDER.
+// NewProvider starts the provider named by $CLEANUP_E2E_PROVIDER (envtest when unset).
 //
-// PROVIDER=existing uses the cluster of $KUBECONFIG ($KUBE_CONTEXT selects a context): it requires OLM
+// CLEANUP_E2E_PROVIDER=existing uses the cluster of $KUBECONFIG ($CLEANUP_E2E_KUBE_CONTEXT selects a context): it requires OLM
 // and installs the operand-cleanup controller when missing (WithoutOLM: no OLM, and the ClusterOperator
 // CRD instead), and Stop removes only what it installed. With parallel Ginkgo processes, process 1
 // installs (and removes, after the others are done) and the others wait for it.
 func NewProvider(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
 	routeLibraryLogs()
-	kind := os.Getenv(EnvProvider)
+	kind := envvar.Provider.Get()
 	if kind == "" {
 		kind = "envtest"
 	}
@@ -64,7 +57,7 @@ func NewProvider(ctx context.Context, in ProviderInput) (cluster.Provider, error
 	case "existing":
 		name := fmt.Sprintf("%s-%d", in.Name, ginkgo.GinkgoParallelProcess())
 		opts := []existing.Option{existing.WithName(name), existing.WithLogger(Logger().WithName(name)),
-			existing.WithContext(os.Getenv(EnvKubeContext)), existing.WithRunLeftovers(in.RunLeftovers)}
+			existing.WithContext(envvar.KubeContext.Get()), existing.WithRunLeftovers(in.RunLeftovers)}
 		if in.WithoutOLM { // a CVO-style suite: the ClusterOperator CRD, no OLM, no operand cleanup
 			opts = append(opts, existing.WithoutOLM(), existing.WithoutOperandCleanup(), existing.WithClusterOperatorCRD())
 		}
@@ -75,16 +68,15 @@ func NewProvider(ctx context.Context, in ProviderInput) (cluster.Provider, error
 	case "kind":
 		return newKind(ctx, in)
 	default:
-		return nil, fmt.Errorf("%s=%q: unknown provider (known: envtest, existing, kind)", EnvProvider, kind)
+		return nil, fmt.Errorf("%s=%q: unknown provider (known: envtest, existing, kind)", envvar.Provider.Name, kind)
 	}
 }
 
-// EnvShard splits a suite's specs across CI jobs: SHARD=i/n (1 ≤ i ≤ n) labels every spec
+// Sharding splits a suite's specs across CI jobs: CLEANUP_E2E_SHARD=i/n (1 ≤ i ≤ n) labels every spec
 // "shard-<k>-of-<n>", k chosen by a hash of the spec's full text, and the job runs its shard with
 // --label-filter=shard-<i>-of-<n> (ShardLabelFilter). The assignment depends only on the text, so every
 // job and every Ginkgo process of a job agrees, and the n jobs together run each spec exactly once.
 // Ordered containers stay whole (the container is labelled, from its own text).
-const EnvShard = "SHARD"
 
 // Shard is one of Total shards; Index is 1-based.
 type Shard struct{ Index, Total int }
@@ -95,7 +87,7 @@ func ParseShard(s string) (Shard, error) {
 	i, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
 	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
-		return Shard{}, fmt.Errorf("%s=%q: want i/n with 1 ≤ i ≤ n (e.g. 2/4)", EnvShard, s)
+		return Shard{}, fmt.Errorf("%s=%q: want i/n with 1 ≤ i ≤ n (e.g. 2/4)", envvar.Shard.Name, s)
 	}
 	return Shard{Index: i, Total: n}, nil
 }
@@ -110,10 +102,10 @@ func ShardOf(text string, total int) int {
 	return int(h.Sum32()%uint32(total)) + 1
 }
 
-// ShardLabelFilter is the --label-filter that selects $SHARD's specs ("" when $SHARD is unset), to be
+// ShardLabelFilter is the --label-filter that selects $CLEANUP_E2E_SHARD's specs ("" when it is unset), to be
 // combined with any other filter: "(<filter>) && <shard filter>".
 func ShardLabelFilter() (string, error) {
-	v := os.Getenv(EnvShard)
+	v := envvar.Shard.Get()
 	if v == "" {
 		return "", nil
 	}
@@ -126,7 +118,7 @@ func ShardLabelFilter() (string, error) {
 
 // The shard labels are added while the spec tree is built, to every suite importing this package.
 func init() {
-	v := os.Getenv(EnvShard)
+	v := envvar.Shard.Get()
 	if v == "" {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
 
 var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
@@ -37,21 +38,17 @@ func RunSpecs(t *testing.T, description string) {
 			reporterConfig.JUnitReport = filepath.Join(dir, "junit-"+name+".xml")
 		}
 	}
-	if dir := os.Getenv(JUnitPerRunDirEnv); dir != "" {
+	if dir := envvar.JUnitPerRunDir.Get(); dir != "" {
 		reportEachRun(dir, name)
 	}
 	ginkgo.RunSpecs(t, description, suiteConfig, reporterConfig)
 }
 
-// JUnitPerRunDirEnv names a directory where every run of a suite writes a JUnit report of its own
-// (scripts/flake-hunt.sh): the Ginkgo CLI's --repeat keeps only the last attempt's report.
-const JUnitPerRunDirEnv = "JUNIT_PER_RUN_DIR"
-
 func reportEachRun(dir, name string) {
-	ginkgo.ReportAfterSuite("JUnit report of this run into $"+JUnitPerRunDirEnv, func(r ginkgo.Report) {
+	ginkgo.ReportAfterSuite("JUnit report of this run into $"+envvar.JUnitPerRunDir.Name, func(r ginkgo.Report) {
 		path := filepath.Join(dir, fmt.Sprintf("junit-%s-%s.xml", name, time.Now().Format("20060102T150405.000000000")))
 		if err := reporters.GenerateJUnitReport(r, path); err != nil {
-			ginkgo.Fail(fmt.Sprintf("write this run's JUnit report to %s (set by $%s): %v", path, JUnitPerRunDirEnv, err))
+			ginkgo.Fail(fmt.Sprintf("write this run's JUnit report to %s (set by $%s): %v", path, envvar.JUnitPerRunDir.Name, err))
 		}
 	})
 }

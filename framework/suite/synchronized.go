@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/existing"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
 
 // Setup is what a suite does with its cluster once it is up.
@@ -22,11 +22,11 @@ type Setup struct {
 	Process func(ctx context.Context, p cluster.Provider)
 }
 
-// SharedCluster reports whether PROVIDER names a provider whose one cluster all parallel Ginkgo
+// SharedCluster reports whether CLEANUP_E2E_PROVIDER names a provider whose one cluster all parallel Ginkgo
 // processes share (kind, existing), rather than one provider per process (envtest). On a shared
 // cluster only process 1 installs (and later removes) what the run adds.
 func SharedCluster() bool {
-	p := os.Getenv(EnvProvider)
+	p := envvar.Provider.Get()
 	return p == "kind" || p == "existing"
 }
 
@@ -41,7 +41,7 @@ func SynchronizedProvider(in ProviderInput, setup Setup, decorators ...any) bool
 	start := func(ctx context.Context) cluster.Provider {
 		p, err := NewProvider(ctx, in)
 		if err != nil {
-			ginkgo.Fail(fmt.Sprintf("start provider %s=%s: %v", EnvProvider, os.Getenv(EnvProvider), err))
+			ginkgo.Fail(fmt.Sprintf("start provider %s=%s: %v", envvar.Provider.Name, envvar.Provider.Get(), err))
 		}
 		if setup.Cluster != nil {
 			setup.Cluster(ctx, p)
@@ -102,7 +102,7 @@ func connectShared(ctx context.Context, info sharedInfo, in ProviderInput) (clus
 	if info.Kind == "existing" {
 		// Installs nothing and removes nothing: it waits until process 1's installs are ready.
 		opts := []existing.Option{existing.WithName(info.Name), existing.WithLogger(Logger().WithName(info.Name)),
-			existing.WithContext(os.Getenv(EnvKubeContext)), existing.WithWaitOnly()}
+			existing.WithContext(envvar.KubeContext.Get()), existing.WithWaitOnly()}
 		if in.WithoutOLM {
 			opts = append(opts, existing.WithoutOLM(), existing.WithoutOperandCleanup(), existing.WithClusterOperatorCRD())
 		}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
 
 // Pinned versions; scripts/versions.env holds the same values for the build scripts (a unit test keeps
@@ -21,7 +23,7 @@ const (
 
 // CacheDir is where scripts/ put what they build: $CLEANUP_E2E_CACHE, else <repo>/_cache.
 func CacheDir() string {
-	if d := os.Getenv("CLEANUP_E2E_CACHE"); d != "" {
+	if d := envvar.Cache.Get(); d != "" {
 		return d
 	}
 	return filepath.Join(RepoRoot(), "_cache")
@@ -30,7 +32,7 @@ func CacheDir() string {
 // RepoRoot is the root of this repository, found from this source file (works for `go test` in this
 // repo and for consumers using a replace directive to a checkout). $CLEANUP_E2E_ROOT overrides it.
 func RepoRoot() string {
-	if d := os.Getenv("CLEANUP_E2E_ROOT"); d != "" {
+	if d := envvar.Root.Get(); d != "" {
 		return d
 	}
 	_, file, _, ok := runtime.Caller(0)

@@ -7,7 +7,7 @@
 # --all also removes every image this project built (node image and its pieces, control-plane images,
 # OLM, controller, fixture, bundle and catalog images): the next `make e2e` rebuilds them (≈ 5 min, the
 # binaries stay in $CACHE_DIR). Running kind clusters are never touched (delete them with
-# `KIND_CLUSTER_NAME=<name> go run ./scripts/kind/cluster down`); an image a container uses stays.
+# `CLEANUP_E2E_KIND_CLUSTER=<name> go run ./scripts/kind/cluster down`); an image a container uses stays.
 #
 # Usage: scripts/kind/prune.sh [--all]
 . "$(dirname "$0")/lib.sh"

@@ -153,7 +153,7 @@ func (p *Provider) connect() error {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: p.opts.context})
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return fmt.Errorf("PROVIDER=existing needs a cluster: no usable kubeconfig (KUBECONFIG=%q, context %q): %w",
+		return fmt.Errorf("CLEANUP_E2E_PROVIDER=existing needs a cluster: no usable kubeconfig (KUBECONFIG=%q, context %q): %w",
 			os.Getenv("KUBECONFIG"), p.opts.context, err)
 	}
 	p.cfg = cfg
@@ -224,7 +224,7 @@ var requiredOLMCRDs = []string{"clusterserviceversions.operators.coreos.com", "o
 const errNoOLM = "OLM is not installed on this cluster (missing CRDs: %s). The existing provider does not " +
 	"install OLM: that needs OLM's images, which only the cluster can pull. Install OLM %s first (e.g. " +
 	"`operator-sdk olm install --version %s`, or apply crds.yaml and olm.yaml of that OLM release), or " +
-	"use PROVIDER=envtest or PROVIDER=kind, which bring their own"
+	"use CLEANUP_E2E_PROVIDER=envtest or CLEANUP_E2E_PROVIDER=kind (make e2e PROVIDER=...), which bring their own"
 
 // ensureOLM checks OLM's CRDs and that an olm-operator reconciles (olm.Reconciling, whose probe
 // namespace the run removes on Stop when it created it).

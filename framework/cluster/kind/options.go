@@ -26,7 +26,7 @@ type Option func(*options)
 func WithName(name string) Option { return func(o *options) { o.name = name } }
 
 // WithNodeImage sets the node image. Default: the image scripts/kind/node-image.sh last built (recorded
-// in <cache>/kind/node-image), or $KIND_NODE_IMAGE when set.
+// in <cache>/kind/node-image), or $CLEANUP_E2E_KIND_NODE_IMAGE when set.
 func WithNodeImage(image string) Option { return func(o *options) { o.nodeImage = image } }
 
 // WithLogger sets where progress is reported (steps with their durations, kind's own messages at V(1)).
@@ -36,7 +36,7 @@ func WithLogger(l logr.Logger) Option { return func(o *options) { o.log = l } }
 // (<root>/kind-<name>/kubeconfig; default root $TMPDIR/cleanup-e2e-kind).
 func WithWorkRoot(dir string) Option { return func(o *options) { o.workRoot = dir } }
 
-// WithKeepCluster decides whether Stop leaves the cluster running (default: $KEEP_CLUSTER=1).
+// WithKeepCluster decides whether Stop leaves the cluster running (default: $CLEANUP_E2E_KEEP_CLUSTER=1).
 // A kept cluster is reused by the next provider of the same name, if it is healthy.
 func WithKeepCluster(keep bool) Option { return func(o *options) { o.keep = &keep } }
 

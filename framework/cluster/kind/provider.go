@@ -23,6 +23,7 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
@@ -71,7 +72,7 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 		opt(&o)
 	}
 	if o.keep == nil {
-		keep := os.Getenv("KEEP_CLUSTER") == "1"
+		keep := envvar.KeepCluster.Get() == "1"
 		o.keep = &keep
 	}
 	if !validName.MatchString(o.name) {
@@ -114,7 +115,7 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	}
 	if !reused {
 		if err := p.step("create kind cluster "+o.name+" ("+o.nodeImage+")", p.create); err != nil {
-			return nil, fmt.Errorf("%w (node logs: set KEEP_CLUSTER=1 and run `kind export logs --name %s`, or call CollectArtifacts)", err, o.name)
+			return nil, fmt.Errorf("%w (node logs: set CLEANUP_E2E_KEEP_CLUSTER=1 and run `kind export logs --name %s`, or call CollectArtifacts)", err, o.name)
 		}
 		if err := p.loadConfig(); err != nil {
 			return nil, err
@@ -128,15 +129,15 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	return p, nil
 }
 
-// DefaultNodeImage is $KIND_NODE_IMAGE, else the image scripts/kind/node-image.sh last built.
+// DefaultNodeImage is $CLEANUP_E2E_KIND_NODE_IMAGE, else the image scripts/kind/node-image.sh last built.
 func DefaultNodeImage() (string, error) {
-	if img := os.Getenv("KIND_NODE_IMAGE"); img != "" {
+	if img := envvar.KindNodeImage.Get(); img != "" {
 		return img, nil
 	}
 	f := filepath.Join(toolchain.CacheDir(), "kind", "node-image")
 	data, err := os.ReadFile(f)
 	if err != nil {
-		return "", fmt.Errorf("no kind node image recorded in %s: run scripts/kind/node-image.sh (or set KIND_NODE_IMAGE): %w", f, err)
+		return "", fmt.Errorf("no kind node image recorded in %s: run scripts/kind/node-image.sh (or set CLEANUP_E2E_KIND_NODE_IMAGE): %w", f, err)
 	}
 	img := strings.TrimSpace(string(data))
 	if _, err := dockerOutput(context.Background(), "image", "inspect", "--format", "{{.Id}}", img); err != nil {
@@ -291,7 +292,7 @@ func (p *Provider) CollectArtifacts(ctx context.Context, dir string) error {
 	return p.step("export kind logs to "+dir, func() error { return p.kind.CollectLogs(p.opts.name, dir) })
 }
 
-// Stop deletes the cluster unless it is kept (WithKeepCluster, KEEP_CLUSTER=1). Idempotent.
+// Stop deletes the cluster unless it is kept (WithKeepCluster, CLEANUP_E2E_KEEP_CLUSTER=1). Idempotent.
 func (p *Provider) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
 		if p.attached {
@@ -299,7 +300,7 @@ func (p *Provider) Stop(ctx context.Context) error {
 			return
 		}
 		if *p.opts.keep {
-			p.opts.log.Info("keeping kind cluster (KEEP_CLUSTER=1)", "name", p.opts.name, "kubeconfig", p.kubeconfig,
+			p.opts.log.Info("keeping kind cluster (CLEANUP_E2E_KEEP_CLUSTER=1)", "name", p.opts.name, "kubeconfig", p.kubeconfig,
 				"delete", "kind delete cluster --name "+p.opts.name)
 			return
 		}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -121,16 +121,16 @@ var _ = Describe("payload applier", func() {
 
 		co, err := getCO(ctx, coName)()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(co).To(matchers.HaveOperandVersion("operator", "1.0.0"))
-		Expect(co).To(matchers.HaveClusterOperatorCondition("Available", "True", "AsExpected"))
-		Expect(co).To(matchers.HaveClusterOperatorConditionMessage("Available", "Payload applier has deployed 1.0.0"))
-		Expect(co).To(matchers.HaveClusterOperatorCondition("Progressing", "False", "AsExpected"))
-		Expect(co).To(matchers.HaveClusterOperatorCondition("Degraded", "False", "AsExpected"))
-		Expect(co).To(matchers.HaveClusterOperatorCondition("Upgradeable", "True", "AsExpected"))
-		Expect(co).To(matchers.HaveRelatedObject("", "namespaces", "", sysNS))
-		Expect(co).To(matchers.HaveRelatedObject("", "configmaps", appNS, "keep"))
-		Expect(co).To(matchers.HaveRelatedObject(widgetGroup, "widgets", appNS, "w1"))
-		Expect(co).NotTo(matchers.HaveRelatedObject("", "configmaps", appNS, "old"))
+		Expect(co).To(clusteroperator.HaveOperandVersion("operator", "1.0.0"))
+		Expect(co).To(clusteroperator.HaveCondition("Available", "True", "AsExpected"))
+		Expect(co).To(clusteroperator.HaveConditionMessage("Available", "Payload applier has deployed 1.0.0"))
+		Expect(co).To(clusteroperator.HaveCondition("Progressing", "False", "AsExpected"))
+		Expect(co).To(clusteroperator.HaveCondition("Degraded", "False", "AsExpected"))
+		Expect(co).To(clusteroperator.HaveCondition("Upgradeable", "True", "AsExpected"))
+		Expect(co).To(clusteroperator.HaveRelatedObject("", "namespaces", "", sysNS))
+		Expect(co).To(clusteroperator.HaveRelatedObject("", "configmaps", appNS, "keep"))
+		Expect(co).To(clusteroperator.HaveRelatedObject(widgetGroup, "widgets", appNS, "w1"))
+		Expect(co).NotTo(clusteroperator.HaveRelatedObject("", "configmaps", appNS, "old"))
 	})
 
 	It("deletes on update (any kind, namespaced and cluster-scoped) and reports progress until completed", func() {
@@ -157,9 +157,9 @@ var _ = Describe("payload applier", func() {
 			`clusterrole "` + crName + `",configmap "` + appNS + `/old"`
 		Expect(res.UpgradeableMessage).To(Equal(wantMsg))
 		Eventually(getCO(ctx, coName)).Should(And(
-			matchers.HaveClusterOperatorCondition("Upgradeable", "False", "ResourceDeletionInProgress"),
-			matchers.HaveClusterOperatorConditionMessage("Upgradeable", wantMsg),
-			matchers.HaveOperandVersion("operator", "1.1.0"),
+			clusteroperator.HaveCondition("Upgradeable", "False", "ResourceDeletionInProgress"),
+			clusteroperator.HaveConditionMessage("Upgradeable", wantMsg),
+			clusteroperator.HaveOperandVersion("operator", "1.1.0"),
 		))
 		Eventually(notFound(ctx, "v1", "ConfigMap", appNS, "old")).Should(BeTrue())
 
@@ -168,7 +168,7 @@ var _ = Describe("payload applier", func() {
 		Expect(res.Texts()).To(ContainElements(payload.MsgDeleteCompleted(cm("old")), payload.MsgDeleteCompleted(role)))
 		Expect(res.Task("0000_10_app_00_old.yaml").Outcome).To(Equal(applier.OutcomeDeleted))
 		Expect(res.DeletesInProgress).To(BeEmpty())
-		Eventually(getCO(ctx, coName)).Should(matchers.HaveClusterOperatorCondition("Upgradeable", "True", "AsExpected"))
+		Eventually(getCO(ctx, coName)).Should(clusteroperator.HaveCondition("Upgradeable", "True", "AsExpected"))
 
 		res = run(a, v2, applier.ModeReconcile)
 		Expect(res.Texts()).NotTo(ContainElement(ContainSubstring(`configmap "` + appNS + `/old"`)))
@@ -212,10 +212,10 @@ var _ = Describe("payload applier", func() {
 
 			co, err := getCO(ctx, coName)()
 			Expect(err).NotTo(HaveOccurred())
-			Expect(co).To(matchers.HaveClusterOperatorCondition("Degraded", "True", applier.ReasonInvalidDeleteAnnotation))
-			Expect(co).To(matchers.HaveClusterOperatorConditionMessage("Degraded", ContainSubstring(want)))
-			Expect(co).To(matchers.HaveClusterOperatorCondition("Progressing", "True", applier.ReasonInvalidDeleteAnnotation))
-			Expect(co).To(matchers.HaveOperandVersion("operator", "1.0.0"), "the failed version is not reported")
+			Expect(co).To(clusteroperator.HaveCondition("Degraded", "True", applier.ReasonInvalidDeleteAnnotation))
+			Expect(co).To(clusteroperator.HaveConditionMessage("Degraded", ContainSubstring(want)))
+			Expect(co).To(clusteroperator.HaveCondition("Progressing", "True", applier.ReasonInvalidDeleteAnnotation))
+			Expect(co).To(clusteroperator.HaveOperandVersion("operator", "1.0.0"), "the failed version is not reported")
 
 			// Fixing the annotation lets the next pass delete it and run the dependents.
 			b.File("0000_10_a_00_victim.yaml", pt.Delete(pt.ConfigMap(appNS, "victim", nil)))
@@ -225,8 +225,8 @@ var _ = Describe("payload applier", func() {
 			Expect(getObj(ctx, "v1", "ConfigMap", appNS, "a-after")).Error().NotTo(HaveOccurred())
 			Expect(getObj(ctx, "v1", "ConfigMap", appNS, "c-later")).Error().NotTo(HaveOccurred())
 			Eventually(getCO(ctx, coName)).Should(And(
-				matchers.HaveClusterOperatorCondition("Degraded", "False", "AsExpected"),
-				matchers.HaveOperandVersion("operator", "1.0.1")))
+				clusteroperator.HaveCondition("Degraded", "False", "AsExpected"),
+				clusteroperator.HaveOperandVersion("operator", "1.0.1")))
 		},
 		Entry(`"True"`, "True"),
 		Entry(`"yes"`, "yes"),
@@ -284,7 +284,7 @@ var _ = Describe("payload applier", func() {
 		Expect(res.UpdateKind).To(Equal(payload.UpdateMajor))
 		Expect(res.Texts()).To(ContainElement(`Delete requested for Widget "` + appNS + `/w1".`))
 		Expect(res.DeletesInProgress).To(Equal([]string{wres("w1").String()}))
-		Eventually(getCO(ctx, coName)).Should(matchers.HaveClusterOperatorCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress))
+		Eventually(getCO(ctx, coName)).Should(clusteroperator.HaveCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress))
 
 		ok, msg, err := a.CanUpgradeTo(ctx, "2.1.0")
 		Expect(err).NotTo(HaveOccurred())
@@ -312,7 +312,7 @@ var _ = Describe("payload applier", func() {
 		res = run(a, v2, applier.ModeReconcile)
 		Expect(res.Texts()).To(ContainElement(`Delete of Widget "` + appNS + `/w1" completed.`))
 		Expect(res.Upgradeable).To(BeTrue())
-		Eventually(getCO(ctx, coName)).Should(matchers.HaveClusterOperatorCondition("Upgradeable", "True", "AsExpected"))
+		Eventually(getCO(ctx, coName)).Should(clusteroperator.HaveCondition("Upgradeable", "True", "AsExpected"))
 		Expect(a.CanUpgradeTo(ctx, "3.0.0")).To(BeTrue())
 		Expect(run(a, v3, applier.ModeUpdate).Err).NotTo(HaveOccurred())
 	})
@@ -368,14 +368,14 @@ var _ = Describe("payload applier", func() {
 		Expect(res.Texts()).NotTo(ContainElement(payload.MsgDeleteRequested(wres("w1"))))
 		Expect(res.Warnings()).To(BeEmpty())
 		Expect(res.Upgradeable).To(BeFalse())
-		Eventually(getCO(ctx, coName)).Should(matchers.HaveClusterOperatorCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress))
+		Eventually(getCO(ctx, coName)).Should(clusteroperator.HaveCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress))
 
 		releaseFinalizers(ctx, appNS, "w1")
 		a3 := newOwned()
 		res = run(a3, v2, applier.ModeReconcile)
 		Expect(res.Texts()).To(ContainElement(payload.MsgDeleteCompleted(wres("w1"))))
 		Expect(res.Warnings()).To(BeEmpty(), "not mistaken for a never-seen object")
-		Eventually(getCO(ctx, coName)).Should(matchers.HaveClusterOperatorCondition("Upgradeable", "True", "AsExpected"))
+		Eventually(getCO(ctx, coName)).Should(clusteroperator.HaveCondition("Upgradeable", "True", "AsExpected"))
 	})
 
 	It("clears a delete whose manifest left the payload", func() {

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
 	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -76,8 +76,8 @@ var _ = Describe("payload applier: ClusterOperator manifests", func() {
 		done := runAsync(ctx, a, payloadAt("1.0.0"), applier.ModeInstall)
 		Eventually(getCO(ctx, op)).WithTimeout(time.Minute).Should(Not(BeNil()))
 		Eventually(getCO(ctx, e.coName)).WithTimeout(time.Minute).Should(And(
-			matchers.HaveClusterOperatorCondition("Progressing", "True", applier.ReasonWaitingOnClusterOperators),
-			matchers.HaveClusterOperatorConditionMessage("Progressing", "Working towards 1.0.0: waiting on "+op)))
+			clusteroperator.HaveCondition("Progressing", "True", applier.ReasonWaitingOnClusterOperators),
+			clusteroperator.HaveConditionMessage("Progressing", "Working towards 1.0.0: waiting on "+op)))
 		live, err := getCO(ctx, op)()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(live.Status.Versions).To(BeEmpty(), "pre-created without status")
@@ -108,7 +108,7 @@ var _ = Describe("payload applier: ClusterOperator manifests", func() {
 		Expect(runPass(ctx, a, payloadAt("1.0.0"), applier.ModeInstall).Err).NotTo(HaveOccurred())
 
 		done := runAsync(ctx, a, payloadAt("1.1.0"), applier.ModeUpdate)
-		Eventually(getCO(ctx, e.coName)).WithTimeout(time.Minute).Should(matchers.HaveClusterOperatorCondition("Progressing", "True", applier.ReasonWaitingOnClusterOperators))
+		Eventually(getCO(ctx, e.coName)).WithTimeout(time.Minute).Should(clusteroperator.HaveCondition("Progressing", "True", applier.ReasonWaitingOnClusterOperators))
 		reportCO(ctx, op, []string{"operator", "1.1.0"}, "Available=True", "Degraded=False")
 		Consistently(done).WithTimeout(time.Second).ShouldNot(Receive(), "foo-image is not at 1.1.0 yet")
 		reportCO(ctx, op, []string{"operator", "1.1.0", "foo-image", "example/foo:1.1.0"}, "Available=True", "Degraded=False")
@@ -126,7 +126,7 @@ var _ = Describe("payload applier: ClusterOperator manifests", func() {
 		Expect(errors.As(t.Err, &na)).To(BeTrue(), "%v", t.Err)
 		Expect(t.Err).To(MatchError(ContainSubstring("cluster operator " + op + " is not available (Available=False Test: set by the spec)")))
 		Expect(res.Task(afterFile).Outcome).To(Equal(applier.OutcomeSkipped))
-		Expect(getCO(ctx, e.coName)()).To(matchers.HaveClusterOperatorCondition("Degraded", "True", applier.ReasonClusterOperatorNotAvailable))
+		Expect(getCO(ctx, e.coName)()).To(clusteroperator.HaveCondition("Degraded", "True", applier.ReasonClusterOperatorNotAvailable))
 	})
 
 	It("in an update, waits on a degraded one for the grace, then fails", func() {
@@ -142,7 +142,7 @@ var _ = Describe("payload applier: ClusterOperator manifests", func() {
 		Expect(t.Err).To(MatchError(ContainSubstring("cluster operator " + op + " is degraded (Degraded=True Test: set by the spec) for longer than 2s")))
 		Expect(res.Texts()).To(ContainElement("Waiting on cluster operator " + op + ": degraded (Degraded=True Test: set by the spec), waiting up to 2s."))
 		Expect(res.Task(afterFile).Outcome).To(Equal(applier.OutcomeSkipped))
-		Expect(getCO(ctx, e.coName)()).To(matchers.HaveClusterOperatorCondition("Degraded", "True", applier.ReasonClusterOperatorDegraded))
+		Expect(getCO(ctx, e.coName)()).To(clusteroperator.HaveCondition("Degraded", "True", applier.ReasonClusterOperatorDegraded))
 
 		reportCO(ctx, op, []string{"operator", "1.0.0", "foo-image", "example/foo:1.0.0"}, "Available=True", "Degraded=False")
 		Expect(runPass(ctx, a, payloadAt("1.0.0"), applier.ModeReconcile).Err).NotTo(HaveOccurred())
@@ -167,8 +167,8 @@ var _ = Describe("payload applier: ClusterOperator manifests", func() {
 		Expect(res.Task("0000_10_other_00_cm.yaml").Outcome).To(Equal(applier.OutcomeApplied))
 		Expect(res.Task("0000_20_bar_00_cm.yaml").Outcome).To(Equal(applier.OutcomeSkipped))
 		Expect(getCO(ctx, e.coName)()).To(And(
-			matchers.HaveClusterOperatorCondition("Degraded", "True", applier.ReasonClusterOperatorNotReady),
-			matchers.HaveClusterOperatorCondition("Available", "False", applier.ReasonInstalling)))
+			clusteroperator.HaveCondition("Degraded", "True", applier.ReasonClusterOperatorNotReady),
+			clusteroperator.HaveCondition("Available", "False", applier.ReasonInstalling)))
 
 		// Without the slow operator, a ClusterOperator manifest declaring no versions is an error.
 		b.Remove("0000_10_slow_00_clusteroperator.yaml")

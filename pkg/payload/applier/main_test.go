@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	payloadapplier "github.com/cleanup-e2e/cleanup-e2e/config/payload-applier"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -55,7 +55,7 @@ var _ = Describe("Main", func() {
 			"--metrics-bind-address=0", "--health-probe-bind-address=0"}, getenv)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(getObj(ctx, "v1", "ConfigMap", appNS, "from-dir")).Error().NotTo(HaveOccurred())
-		Expect(getCO(ctx, coName)()).To(matchers.HaveOperandVersion("operator", "1.0.0"))
+		Expect(getCO(ctx, coName)()).To(clusteroperator.HaveOperandVersion("operator", "1.0.0"))
 		var state corev1.ConfigMap
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: sysNS, Name: coName + "-state"}, &state)).To(Succeed())
 	})
@@ -74,7 +74,7 @@ var _ = Describe("Main", func() {
 		}()
 		DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
 
-		Eventually(getCO(ctx, coName)).Should(matchers.HaveOperandVersion("operator", "1.0.0"))
+		Eventually(getCO(ctx, coName)).Should(clusteroperator.HaveOperandVersion("operator", "1.0.0"))
 		Expect(getObj(ctx, "v1", "ConfigMap", appNS, "old")).Error().NotTo(HaveOccurred())
 
 		v2 := v1.Clone().Version("1.1.0").File("0000_10_app_00_cm.yaml", pt.Delete(pt.ConfigMap(appNS, "old", nil)))
@@ -84,8 +84,8 @@ var _ = Describe("Main", func() {
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
 		Eventually(getCO(ctx, coName)).Should(And(
-			matchers.HaveOperandVersion("operator", "1.1.0"),
-			matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected)))
+			clusteroperator.HaveOperandVersion("operator", "1.1.0"),
+			clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected)))
 	})
 
 	It("rejects bad flags", func() {

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -51,7 +51,7 @@ var _ = Describe("payload applier: a marked object shipped again", func() {
 		Expect(specsTexts(res, file)).To(ContainElement(applier.MsgDeleteRecordEnded(w, applier.DeleteRecord{})))
 		Expect(res.DeletesInProgress).To(BeEmpty())
 		Expect(res.Upgradeable).To(BeTrue())
-		Eventually(getCO(ctx, e.coName)).Should(matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
+		Eventually(getCO(ctx, e.coName)).Should(clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected))
 
 		By("a restarted applier does not bring the record back, and a minor update is not blocked")
 		a = newOwned()

@@ -2,7 +2,7 @@
 // suites use (framework/suite.SetUpKind), so that its set-up is timed on its own and the suites only
 // reuse it:
 //
-//	go run ./scripts/kind/cluster up            create or reuse $KIND_CLUSTER_NAME, load images, install OLM
+//	go run ./scripts/kind/cluster up            create or reuse $CLEANUP_E2E_KIND_CLUSTER (default cleanup-e2e), load images, install OLM
 //	go run ./scripts/kind/cluster logs DIR      kind's export logs (node journal, kubelet, containerd, pods)
 //	go run ./scripts/kind/cluster down          delete the cluster
 package main

@@ -17,7 +17,6 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 
@@ -38,10 +37,10 @@ const operatorImage = "fixtures.local/widget-operator:v0.1.0"
 // runtime passes its arguments after the binary, so the subcommand comes first).
 var operatorMain localruntime.Entrypoint = fixtures.Binary
 
-var cl specs.Cluster
+var cl cluster.Environment
 
 // clusterUnderTest is the cluster the specs run on, known once the suite has set it up.
-func clusterUnderTest() specs.Cluster { return cl }
+func clusterUnderTest() cluster.Environment { return cl }
 
 // On envtest each Ginkgo process gets a cluster of its own; on a shared one (PROVIDER=existing, kind)
 // only process 1 installs, and the others wait for it.
@@ -65,6 +64,6 @@ var _ = suite.SynchronizedProvider(suite.ProviderInput{
 	Process: func(ctx context.Context, p cluster.Provider) {
 		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(widgetv1alpha1.AddToScheme))
 		Expect(err).NotTo(HaveOccurred())
-		cl = specs.Cluster{Provider: p, Client: c}
+		cl = cluster.Environment{Provider: p, Client: c}
 	},
 }, NodeTimeout(5*time.Minute))

@@ -19,9 +19,9 @@ var bundleDir = filepath.Join("..", "..", "..", "..", "bundles", "widget-operato
 // operands; enabled removes them (the finalizer runs, its records go) and leaves nothing else behind;
 // the pending-deletion listing, its cap, and abort.
 var _ = specs.OperandCleanupSpec(context.Background(), specs.OperandCleanupSpecInput{
-	Cluster:   clusterUnderTest,
-	Name:      "widget-operator",
-	BundleDir: bundleDir,
+	Environment: clusterUnderTest,
+	Name:        "widget-operator",
+	BundleDir:   bundleDir,
 	// Left out, every mode the CSV supports runs; one keeps this example quick.
 	InstallModes: []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeOwnNamespace},
 	// The CSV's own samples (its alm-examples): a Widget per namespace and a cluster-scoped WidgetClass.

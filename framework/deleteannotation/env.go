@@ -1,4 +1,4 @@
-package specs
+package deleteannotation
 
 import (
 	"context"
@@ -12,20 +12,22 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/internal/ginkgox"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
 )
 
-// PayloadEnv is one spec's CVO-style payload applier: its own namespace (state ConfigMap), its own
+// Env is one spec's CVO-style payload applier: its own namespace (state ConfigMap), its own
 // ClusterOperator and a fresh client (own RESTMapper, like a new applier process). Payloads a spec runs
 // must name their objects after ID, so specs run in parallel and in any order. When the spec ends,
 // artifacts are collected if it failed, then the functions given to Defer run (last first), then every
 // object of every payload tracked is deleted (finalizers stripped, CRDs last).
-type PayloadEnv struct {
-	Cluster Cluster
+type Env struct {
+	Cluster cluster.Environment
 	// ID is unique to the spec and DNS-safe, e.g. "held-x7k2p".
 	ID string
 	// Namespace is the applier's namespace; ClusterOperator its own ClusterOperator.
@@ -39,7 +41,7 @@ type PayloadEnv struct {
 	// Timeout bounds the waits of the Expect*/RunUntil helpers (default 2m).
 	Timeout time.Duration
 	// SpecReportsClusterOperators: the spec plays the operators of the payload's ClusterOperators
-	// itself (SetClusterOperatorStatus), so Run does not report them healthy.
+	// itself (clusteroperator.SetStatus), so Run does not report them healthy.
 	SpecReportsClusterOperators bool
 
 	objects    []*unstructured.Unstructured // tracked payload objects, first seen first
@@ -48,19 +50,19 @@ type PayloadEnv struct {
 	deferred   []func(context.Context)
 }
 
-// NewPayloadEnv creates the applier's namespace and registers the end-of-spec cleanup. opts may set
+// NewEnv creates the applier's namespace and registers the end-of-spec cleanup. opts may set
 // anything but Namespace, ClusterOperatorName and Logger; timings default to test-friendly values.
-func NewPayloadEnv(ctx context.Context, cl Cluster, prefix string, opts applier.Options) *PayloadEnv {
+func NewEnv(ctx context.Context, cl cluster.Environment, prefix string, opts applier.Options) *Env {
 	GinkgoHelper()
-	Expect(cl.Provider).NotTo(BeNil(), "PayloadEnv needs Cluster.Provider (for its REST config)")
-	e := &PayloadEnv{Cluster: cl, ID: prefix + "-" + utilrand.String(5), Timeout: 2 * time.Minute, seen: map[string]bool{}}
-	e.Namespace = CreateNamespaces(ctx, cl.Client, e.ID+"-applier", 1)[0]
+	Expect(cl.Provider).NotTo(BeNil(), "Env needs Cluster.Provider (for its REST config)")
+	e := &Env{Cluster: cl, ID: prefix + "-" + utilrand.String(5), Timeout: 2 * time.Minute, seen: map[string]bool{}}
+	e.Namespace = ginkgox.Namespaces(ctx, cl.Client, e.ID+"-applier", 1)[0]
 	e.ClusterOperator = e.ID + "-applier"
 	c, err := kube.NewClient(cl.Provider.RESTConfig(), applier.NewScheme())
 	Expect(err).NotTo(HaveOccurred())
 	e.Client = c
 	opts.Namespace, opts.ClusterOperatorName = e.Namespace, e.ClusterOperator
-	opts.Logger = suite.Logger().WithName(e.ID)
+	opts.Logger = ginkgox.Logger().WithName(e.ID)
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 200 * time.Millisecond
 	}
@@ -68,20 +70,20 @@ func NewPayloadEnv(ctx context.Context, cl Cluster, prefix string, opts applier.
 		opts.ClusterOperatorTimeout = time.Minute
 	}
 	e.Applier = applier.New(c, c.RESTMapper(), opts)
-	// Registered after CreateNamespaces' cleanup, so it runs before the namespaces go.
+	// Registered after the namespace's cleanup, so it runs before the namespaces go.
 	DeferCleanup(e.cleanup)
 	return e
 }
 
 // Defer registers fn to run when the spec ends, after the artifacts are collected and before the
 // payload objects are deleted.
-func (e *PayloadEnv) Defer(fn func(context.Context)) { e.deferred = append(e.deferred, fn) }
+func (e *Env) Defer(fn func(context.Context)) { e.deferred = append(e.deferred, fn) }
 
 // AddNamespaces adds namespaces to dump on failure (those of tracked objects are dumped anyway).
-func (e *PayloadEnv) AddNamespaces(ns ...string) { e.namespaces = append(e.namespaces, ns...) }
+func (e *Env) AddNamespaces(ns ...string) { e.namespaces = append(e.namespaces, ns...) }
 
 // Load loads a payload builder, failing the spec on error.
-func (e *PayloadEnv) Load(b *payloadtest.Builder) *payload.Payload {
+func (e *Env) Load(b *payloadtest.Builder) *payload.Payload {
 	GinkgoHelper()
 	p, err := b.Load()
 	Expect(err).NotTo(HaveOccurred(), "load payload")
@@ -89,7 +91,7 @@ func (e *PayloadEnv) Load(b *payloadtest.Builder) *payload.Payload {
 }
 
 // Track records objects for the end-of-spec deletion and the artifacts (Run tracks its payloads).
-func (e *PayloadEnv) Track(objs ...*unstructured.Unstructured) {
+func (e *Env) Track(objs ...*unstructured.Unstructured) {
 	for _, o := range objs {
 		if k := objectKey(o); !e.seen[k] {
 			e.seen[k] = true
@@ -99,7 +101,7 @@ func (e *PayloadEnv) Track(objs ...*unstructured.Unstructured) {
 }
 
 // TrackPayload tracks every object of the payload.
-func (e *PayloadEnv) TrackPayload(b *payloadtest.Builder) {
+func (e *Env) TrackPayload(b *payloadtest.Builder) {
 	for _, m := range e.Load(b).Manifests {
 		e.Track(m.Obj)
 	}
@@ -108,7 +110,7 @@ func (e *PayloadEnv) TrackPayload(b *payloadtest.Builder) {
 // Run tracks the payload, reports the versions of its ClusterOperators (standing in for their
 // operators, see ReportClusterOperators; unless SpecReportsClusterOperators) and runs one pass.
 // The result is logged and kept in Results.
-func (e *PayloadEnv) Run(ctx context.Context, b *payloadtest.Builder, mode applier.Mode) applier.Result {
+func (e *Env) Run(ctx context.Context, b *payloadtest.Builder, mode applier.Mode) applier.Result {
 	GinkgoHelper()
 	p := e.Load(b)
 	e.TrackPayload(b)
@@ -125,7 +127,7 @@ func (e *PayloadEnv) Run(ctx context.Context, b *payloadtest.Builder, mode appli
 }
 
 // MustRun is Run expecting a completed pass without error.
-func (e *PayloadEnv) MustRun(ctx context.Context, b *payloadtest.Builder, mode applier.Mode) applier.Result {
+func (e *Env) MustRun(ctx context.Context, b *payloadtest.Builder, mode applier.Mode) applier.Result {
 	GinkgoHelper()
 	res := e.Run(ctx, b, mode)
 	Expect(res.Err).NotTo(HaveOccurred(), "%s pass of %s", mode, res.Version)
@@ -135,7 +137,7 @@ func (e *PayloadEnv) MustRun(ctx context.Context, b *payloadtest.Builder, mode a
 
 // RunUntil runs passes (one a second at most) until the result of one matches, and returns the
 // results of all passes it ran.
-func (e *PayloadEnv) RunUntil(ctx context.Context, b *payloadtest.Builder, mode applier.Mode, m types.GomegaMatcher) []applier.Result {
+func (e *Env) RunUntil(ctx context.Context, b *payloadtest.Builder, mode applier.Mode, m types.GomegaMatcher) []applier.Result {
 	GinkgoHelper()
 	var passes []applier.Result
 	Eventually(func() applier.Result {
@@ -147,23 +149,23 @@ func (e *PayloadEnv) RunUntil(ctx context.Context, b *payloadtest.Builder, mode 
 }
 
 // GetClusterOperator returns a getter of the applier's own ClusterOperator, for Eventually.
-func (e *PayloadEnv) GetClusterOperator(ctx context.Context) func() (*unstructured.Unstructured, error) {
-	return GetClusterOperator(ctx, e.Cluster.Client, e.ClusterOperator)
+func (e *Env) GetClusterOperator(ctx context.Context) func() (*unstructured.Unstructured, error) {
+	return clusteroperator.Get(ctx, e.Cluster.Client, e.ClusterOperator)
 }
 
 // ExpectClusterOperator waits until the applier's ClusterOperator matches every matcher.
-func (e *PayloadEnv) ExpectClusterOperator(ctx context.Context, ms ...types.GomegaMatcher) {
+func (e *Env) ExpectClusterOperator(ctx context.Context, ms ...types.GomegaMatcher) {
 	GinkgoHelper()
 	Eventually(e.GetClusterOperator(ctx)).WithContext(ctx).WithTimeout(e.Timeout).Should(And(ms...),
 		"ClusterOperator %s", e.ClusterOperator)
 }
 
-func (e *PayloadEnv) cleanup(ctx context.Context) {
+func (e *Env) cleanup(ctx context.Context) {
 	e.collectOnFailure(ctx)
 	for i := len(e.deferred) - 1; i >= 0; i-- {
 		e.deferred[i](ctx)
 	}
-	_ = e.Cluster.Client.Delete(ctx, clusterOperatorObject(e.ClusterOperator))
+	_ = e.Cluster.Client.Delete(ctx, clusteroperator.Object(e.ClusterOperator))
 	deleteObjects(ctx, e.Cluster.Client, e.objects)
 }
 

@@ -1,4 +1,4 @@
-package specs
+package deleteannotation
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
 )
 
-// DeleteAnnotationSpecInput describes a component removed from a release with the CVO's
+// SpecInput describes a component removed from a release with the CVO's
 // release.openshift.io/delete annotation.
-type DeleteAnnotationSpecInput struct {
-	// Cluster returns the cluster to run on (its Provider is required).
-	Cluster func() Cluster
+type SpecInput struct {
+	// Environment returns the cluster to run on (its Provider is required).
+	Environment func() cluster.Environment
 	// Name prefixes the spec's names and labels the container.
 	Name string
 	// Labels are added to the container's (e.g. the suite's own label).
@@ -37,21 +38,21 @@ type DeleteAnnotationSpecInput struct {
 	Timeout time.Duration
 }
 
-// DeleteAnnotationSpec declares the documented behaviour of removing a component with the delete
+// Spec declares the documented behaviour of removing a component with the delete
 // annotation: updating removes exactly the marked objects (and what they contain) without waiting,
 // Upgradeable=False/ResourceDeletionInProgress naming them until every delete is verified; a first
 // install of the removal release never creates them; updating a cluster that never had them only
 // warns. Every spec makes its own names, so they run in parallel and in random order.
-func DeleteAnnotationSpec(_ context.Context, in DeleteAnnotationSpecInput) bool {
-	if in.Cluster == nil || in.Name == "" || in.Payloads == nil {
-		panic("DeleteAnnotationSpecInput needs Cluster, Name and Payloads")
+func Spec(_ context.Context, in SpecInput) bool {
+	if in.Environment == nil || in.Name == "" || in.Payloads == nil {
+		panic("SpecInput needs Environment, Name and Payloads")
 	}
 	if in.Timeout == 0 {
 		in.Timeout = 2 * time.Minute
 	}
 	labels := append([]string{"payload-applier", "delete-annotation", in.Name}, in.Labels...)
-	start := func(ctx context.Context) (*PayloadEnv, *payloadtest.Builder, *payloadtest.Builder) {
-		e := NewPayloadEnv(ctx, in.Cluster(), in.Name, applier.Options{})
+	start := func(ctx context.Context) (*Env, *payloadtest.Builder, *payloadtest.Builder) {
+		e := NewEnv(ctx, in.Environment(), in.Name, applier.Options{})
 		e.Timeout = in.Timeout
 		installed, removal := in.Payloads(e.ID)
 		return e, installed, removal
@@ -72,8 +73,8 @@ func DeleteAnnotationSpec(_ context.Context, in DeleteAnnotationSpecInput) bool 
 			By("installing " + installed.Version)
 			e.MustRun(ctx, installedB, applier.ModeInstall)
 			e.ExpectPresent(ctx, Applied(installed)...)
-			e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", installed.Version),
-				matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
+			e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", installed.Version),
+				clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected))
 			keptBefore := e.ExpectPresent(ctx, Kept(installed, removal)...)
 			outsideBefore := e.ExpectPresent(ctx, outside...)
 
@@ -97,19 +98,19 @@ func DeleteAnnotationSpec(_ context.Context, in DeleteAnnotationSpecInput) bool 
 			for _, w := range res.Warnings() {
 				Expect(w).To(BeElementOf(notFound), "unexpected warning")
 			}
-			e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", removal.Version),
-				matchers.HaveClusterOperatorCondition("Available", "True", ""),
-				matchers.HaveClusterOperatorCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress),
-				matchers.HaveClusterOperatorConditionMessage("Upgradeable", payload.UpgradeableMessage(requestedNames)))
+			e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", removal.Version),
+				clusteroperator.HaveCondition("Available", "True", ""),
+				clusteroperator.HaveCondition("Upgradeable", "False", payload.ReasonResourceDeletionInProgress),
+				clusteroperator.HaveConditionMessage("Upgradeable", payload.UpgradeableMessage(requestedNames)))
 
 			By("reconciling until every delete is verified")
 			passes := e.RunUntil(ctx, removalB, applier.ModeReconcile, HaveField("Upgradeable", BeTrue()))
 			for _, r := range requested {
 				Expect(Count(Texts(passes...), payload.MsgDeleteCompleted(r))).To(Equal(1), "completion of %s reported once", r)
 			}
-			e.ExpectClusterOperator(ctx, matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected),
-				matchers.HaveClusterOperatorCondition("Degraded", "False", ""),
-				matchers.HaveClusterOperatorCondition("Progressing", "False", ""))
+			e.ExpectClusterOperator(ctx, clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected),
+				clusteroperator.HaveCondition("Degraded", "False", ""),
+				clusteroperator.HaveCondition("Progressing", "False", ""))
 			e.ExpectGone(ctx, marked...)
 			e.ExpectGone(ctx, Dropped(installed, removal)...)
 			e.ExpectUntouched(ctx, keptBefore, true)
@@ -123,8 +124,8 @@ func DeleteAnnotationSpec(_ context.Context, in DeleteAnnotationSpecInput) bool 
 			res := e.MustRun(ctx, removalB, applier.ModeInstall)
 			expectOnlyNotFound(res, removal, marked)
 			e.ExpectPresent(ctx, Applied(removal)...)
-			e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", removal.Version),
-				matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
+			e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", removal.Version),
+				clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected))
 
 			By("reconciling: still nothing created, nothing more to say")
 			res = e.MustRun(ctx, removalB, applier.ModeReconcile)
@@ -140,9 +141,9 @@ func DeleteAnnotationSpec(_ context.Context, in DeleteAnnotationSpecInput) bool 
 
 			res := e.MustRun(ctx, removalB, applier.ModeUpdate)
 			expectOnlyNotFound(res, removal, Marked(removal))
-			e.ExpectClusterOperator(ctx, matchers.HaveOperandVersion("operator", removal.Version),
-				matchers.HaveClusterOperatorCondition("Degraded", "False", payload.ReasonAsExpected),
-				matchers.HaveClusterOperatorCondition("Upgradeable", "True", payload.ReasonAsExpected))
+			e.ExpectClusterOperator(ctx, clusteroperator.HaveOperandVersion("operator", removal.Version),
+				clusteroperator.HaveCondition("Degraded", "False", payload.ReasonAsExpected),
+				clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected))
 			e.ExpectGone(ctx, Marked(removal)...)
 		})
 	})

@@ -1,4 +1,4 @@
-package specs
+package deleteannotation
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
 )
@@ -90,24 +90,6 @@ func ResourceNames(objs []*unstructured.Unstructured) []string {
 	return out
 }
 
-// GetObject reads the live state of obj (by its kind, namespace and name).
-func GetObject(ctx context.Context, c client.Client, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(obj.GroupVersionKind())
-	err := c.Get(ctx, client.ObjectKeyFromObject(obj), live)
-	if meta.IsNoMatchError(err) {
-		// The kind is not served (its CRD is gone): the object is gone too.
-		return live, apierrors.NewNotFound(live.GroupVersionKind().GroupVersion().WithResource(live.GetKind()).GroupResource(), obj.GetName())
-	}
-	return live, err
-}
-
-// ReleaseHold removes HoldFinalizer from obj (no error when it is already gone).
-func ReleaseHold(ctx context.Context, c client.Client, obj *unstructured.Unstructured) {
-	GinkgoHelper()
-	release(ctx, c, obj)
-}
-
 // deleteObjects deletes objs in reverse order, stripping finalizers first (except a CRD's, whose
 // finalizer removes its custom resources), ignoring objects or kinds already gone.
 func deleteObjects(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) {
@@ -125,7 +107,7 @@ func deleteObjects(ctx context.Context, c client.Client, objs []*unstructured.Un
 }
 
 func deleteObject(ctx context.Context, c client.Client, obj *unstructured.Unstructured, strip bool) {
-	live, err := GetObject(ctx, c, obj)
+	live, err := kube.Get(ctx, c, obj)
 	if err != nil {
 		return
 	}

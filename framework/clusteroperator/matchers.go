@@ -1,10 +1,10 @@
-package matchers
+package clusteroperator
 
 // Gomega matchers for config.openshift.io/v1 ClusterOperators, for operator repos and this project's
 // suites:
 //
-//	Eventually(getCO).Should(HaveClusterOperatorCondition("Upgradeable", "False", "ResourceDeletionInProgress"))
-//	Expect(co).To(HaveClusterOperatorConditionMessage("Upgradeable", ContainSubstring(`configmap "ns/old"`)))
+//	Eventually(getCO).Should(HaveCondition("Upgradeable", "False", "ResourceDeletionInProgress"))
+//	Expect(co).To(HaveConditionMessage("Upgradeable", ContainSubstring(`configmap "ns/old"`)))
 //	Expect(co).To(HaveOperandVersion("operator", "4.16.0"))
 //
 // The actual value may be a configv1.ClusterOperator (or pointer), an *unstructured.Unstructured (or
@@ -22,15 +22,15 @@ import (
 	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 )
 
-// HaveClusterOperatorCondition succeeds when the ClusterOperator has a condition of condType with the
+// HaveCondition succeeds when the ClusterOperator has a condition of condType with the
 // given status ("True", "False", "Unknown") and, unless reason is "", that reason.
-func HaveClusterOperatorCondition(condType, status, reason string) types.GomegaMatcher {
+func HaveCondition(condType, status, reason string) types.GomegaMatcher {
 	return &coConditionMatcher{condType: condType, status: status, reason: reason}
 }
 
-// HaveClusterOperatorConditionMessage succeeds when the condition of condType exists and its message
+// HaveConditionMessage succeeds when the condition of condType exists and its message
 // matches message (a string for equality, or a Gomega matcher).
-func HaveClusterOperatorConditionMessage(condType string, message interface{}) types.GomegaMatcher {
+func HaveConditionMessage(condType string, message interface{}) types.GomegaMatcher {
 	m, ok := message.(types.GomegaMatcher)
 	if !ok {
 		m = &coEqualString{want: fmt.Sprint(message)}

@@ -1,4 +1,4 @@
-package specs
+package deleteannotation
 
 import (
 	"context"
@@ -7,28 +7,29 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 )
 
 // ExpectGone waits until every object is gone (NotFound, or its kind no longer served).
-func (e *PayloadEnv) ExpectGone(ctx context.Context, objs ...*unstructured.Unstructured) {
+func (e *Env) ExpectGone(ctx context.Context, objs ...*unstructured.Unstructured) {
 	GinkgoHelper()
 	for _, o := range objs {
 		Eventually(func() error {
-			_, err := GetObject(ctx, e.Cluster.Client, o)
+			_, err := kube.Get(ctx, e.Cluster.Client, o)
 			return err
 		}).WithContext(ctx).WithTimeout(e.Timeout).Should(matchers.BeGone(), "%s must be gone", ResourceOf(o))
 	}
 }
 
 // ExpectPresent checks every object exists now and returns their live state.
-func (e *PayloadEnv) ExpectPresent(ctx context.Context, objs ...*unstructured.Unstructured) []*unstructured.Unstructured {
+func (e *Env) ExpectPresent(ctx context.Context, objs ...*unstructured.Unstructured) []*unstructured.Unstructured {
 	GinkgoHelper()
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
-		live, err := GetObject(ctx, e.Cluster.Client, o)
+		live, err := kube.Get(ctx, e.Cluster.Client, o)
 		Expect(err).NotTo(HaveOccurred(), "%s must exist", ResourceOf(o))
 		out = append(out, live)
 	}
@@ -37,10 +38,10 @@ func (e *PayloadEnv) ExpectPresent(ctx context.Context, objs ...*unstructured.Un
 
 // ExpectUntouched checks every object (live state from ExpectPresent) still exists with the same
 // UID and, unless onlyUID, the same resourceVersion: neither recreated nor modified.
-func (e *PayloadEnv) ExpectUntouched(ctx context.Context, before []*unstructured.Unstructured, onlyUID bool) {
+func (e *Env) ExpectUntouched(ctx context.Context, before []*unstructured.Unstructured, onlyUID bool) {
 	GinkgoHelper()
 	for _, b := range before {
-		now, err := GetObject(ctx, e.Cluster.Client, b)
+		now, err := kube.Get(ctx, e.Cluster.Client, b)
 		Expect(err).NotTo(HaveOccurred(), "%s must still exist", ResourceOf(b))
 		Expect(now.GetUID()).To(Equal(b.GetUID()), "%s must not be recreated", ResourceOf(b))
 		if !onlyUID {

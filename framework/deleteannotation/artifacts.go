@@ -1,4 +1,4 @@
-package specs
+package deleteannotation
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
 )
 
 // collectOnFailure dumps, for a failed spec, the namespaces involved (the applier's, the payloads'),
 // the provider's logs, every pass's messages (payload-applier.txt) and the ClusterOperators of the
 // applier and the payloads (clusteroperators.yaml).
-func (e *PayloadEnv) collectOnFailure(ctx context.Context) {
+func (e *Env) collectOnFailure(ctx context.Context) {
 	if !CurrentSpecReport().Failed() {
 		return
 	}
@@ -44,7 +45,7 @@ func (e *PayloadEnv) collectOnFailure(ctx context.Context) {
 	}
 	var b strings.Builder
 	for _, name := range cos {
-		co, err := GetClusterOperator(ctx, e.Cluster.Client, name)()
+		co, err := clusteroperator.Get(ctx, e.Cluster.Client, name)()
 		if err != nil {
 			fmt.Fprintf(&b, "# %s: %v\n", name, err)
 			continue
@@ -61,7 +62,7 @@ func (e *PayloadEnv) collectOnFailure(ctx context.Context) {
 }
 
 // passLog renders every pass: mode, version, outcome, then each task and message.
-func (e *PayloadEnv) passLog() string {
+func (e *Env) passLog() string {
 	var b strings.Builder
 	for i, r := range e.Results {
 		fmt.Fprintf(&b, "pass %d: mode=%s version=%s previous=%s completed=%v upgradeable=%v deletesInProgress=%v err=%v\n",
