@@ -10,19 +10,16 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
 	"github.com/cleanup-e2e/cleanup-e2e/e2e/internal/footprint"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
-	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 )
 
 func TestOperandCleanup(t *testing.T) {
@@ -36,26 +33,9 @@ var (
 
 func clusterUnderTest() cluster.Environment { return cl }
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cleanup", Registry: registry(), RunLeftovers: footprint.RunLeftovers()}, suite.Setup{
-	Cluster: func(ctx context.Context, p cluster.Provider) {
-		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
-		Expect(err).NotTo(HaveOccurred())
-		// On an existing cluster the provider installed what was missing and must not overwrite a
-		// controller the run did not create.
-		if p.Kind() != "existing" {
-			Expect(components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: c})).To(Succeed())
-		}
-	},
-	Process: func(ctx context.Context, p cluster.Provider) {
-		var err error
-		k8s, err = kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
-		Expect(err).NotTo(HaveOccurred())
-		cl = cluster.Environment{Provider: p, Client: k8s}
-	},
-}, NodeTimeout(5*time.Minute))
-
-// registry holds what the envtest provider runs in-process (on kind they are images on the node): the
-// operand-cleanup controller and the fixture operators.
-func registry() *localruntime.Registry {
-	return localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{operandcleanupconfig.Image: operandcleanup.Main})
-}
+var _ = suite.SynchronizedProvider(suite.ProviderInput{
+	Name:     "cleanup",
+	Registry: localruntime.NewRegistry(fixtures.Images()), // the fixture operators, run in-process on envtest
+	Stack:    stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},
+	Schemes:  []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme},
+}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { cl, k8s = env, env.Client }}, NodeTimeout(5*time.Minute))

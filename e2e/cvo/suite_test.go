@@ -10,23 +10,23 @@ package cvo
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/config/crd"
 	"github.com/cleanup-e2e/cleanup-e2e/e2e/internal/footprint"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	fixturecrds "github.com/cleanup-e2e/cleanup-e2e/fixtures/crds"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
@@ -43,37 +43,23 @@ var (
 
 func clusterUnderTest() cluster.Environment { return cl }
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{Name: "cvo", Registry: registry(), WithoutOLM: true, RunLeftovers: footprint.RunLeftovers()}, suite.Setup{
-	Cluster: func(ctx context.Context, p cluster.Provider) {
-		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
-		Expect(err).NotTo(HaveOccurred())
-		installCRDs(ctx, c)
-	},
-	Process: func(ctx context.Context, p cluster.Provider) {
-		var err error
-		k8s, err = kube.NewClient(p.RESTConfig(), kube.MustScheme(configv1.AddToScheme, fixturesv1alpha1.AddToScheme))
-		Expect(err).NotTo(HaveOccurred())
-		cl = cluster.Environment{Provider: p, Client: k8s}
-	},
-}, NodeTimeout(5*time.Minute))
+var _ = suite.SynchronizedProvider(suite.ProviderInput{
+	Name: "cvo",
+	// On envtest the local runtime runs the payload applier and the fixture operators in-process (widget-operator is part of a payload).
+	Registry: localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{components.PayloadApplierImage: applier.Main}),
+	Stack:    stack.Components{ClusterOperatorCRD: true, CRDs: widgetCRDs(), Footprint: footprint.Footprint()},
+	Schemes:  []func(*runtime.Scheme) error{configv1.AddToScheme, fixturesv1alpha1.AddToScheme},
+}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { cl, k8s = env, env.Client }}, NodeTimeout(5*time.Minute))
 
-// registry holds what the envtest provider runs in-process (on kind they are images on the node): the
-// payload applier and the fixture operators (widget-operator is part of a payload).
-func registry() *localruntime.Registry {
-	return localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{components.PayloadApplierImage: applier.Main})
-}
-
-// installCRDs installs the ClusterOperator CRD and widget-operator's CRDs, shared by every spec and
-// never removed (a provider that installed the ClusterOperator CRD itself keeps it).
-func installCRDs(ctx context.Context, c client.Client) {
-	By("installing the ClusterOperator CRD and widget-operator's CRDs")
-	co, err := crd.ClusterOperator()
-	Expect(err).NotTo(HaveOccurred())
-	crds := []*apiextensionsv1.CustomResourceDefinition{co}
+// widgetCRDs are widget-operator's CRDs, shared by every spec (the payloads ship the operator).
+func widgetCRDs() []*apiextensionsv1.CustomResourceDefinition {
+	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, name := range []string{fixturecrds.Widgets, fixturecrds.WidgetClasses} {
-		wc, err := fixturecrds.Get(name)
-		Expect(err).NotTo(HaveOccurred())
-		crds = append(crds, wc)
+		crd, err := fixturecrds.Get(name)
+		if err != nil {
+			panic(fmt.Sprintf("fixture CRD %s is embedded in the binary and cannot be read: %v", name, err))
+		}
+		out = append(out, crd)
 	}
-	Expect(kube.EnsureCRDs(ctx, c, crds...)).To(Succeed())
+	return out
 }

@@ -12,15 +12,14 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/e2e/internal/footprint"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 )
 
@@ -38,20 +37,9 @@ var (
 	k8s      client.Client
 )
 
-var _ = runsPods && suite.SynchronizedProvider(suite.ProviderInput{Name: "kind", RunLeftovers: footprint.RunLeftovers()}, suite.Setup{
-	Cluster: func(ctx context.Context, p cluster.Provider) {
-		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
-		Expect(err).NotTo(HaveOccurred())
-		// The existing provider installed the controller if it was missing, and must not overwrite one
-		// the run did not create.
-		if p.Kind() != "existing" {
-			Expect(components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: c})).To(Succeed())
-		}
-	},
-	Process: func(ctx context.Context, p cluster.Provider) {
-		var err error
-		provider = p
-		k8s, err = kube.NewClient(p.RESTConfig(), kube.MustScheme(fixturesv1alpha1.AddToScheme))
-		Expect(err).NotTo(HaveOccurred())
-	},
-}, NodeTimeout(10*time.Minute))
+var _ = runsPods && suite.SynchronizedProvider(suite.ProviderInput{
+	Name:    "kind",
+	Stack:   stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},
+	Schemes: []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme},
+}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { provider, k8s = env.Provider, env.Client }},
+	NodeTimeout(10*time.Minute))

@@ -12,13 +12,12 @@ import (
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 )
 
@@ -55,9 +54,6 @@ var (
 var _ = suite.SynchronizedProvider(suite.ProviderInput{
 	Name:     "smoke",
 	Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{smokeImage: smokeOperator}),
-}, suite.Setup{Process: func(ctx context.Context, p cluster.Provider) {
-	var err error
-	provider = p
-	k8s, err = kube.NewClient(provider.RESTConfig(), kube.MustScheme())
-	Expect(err).NotTo(HaveOccurred())
-}}, NodeTimeout(5*60e9))
+	Stack:    stack.Components{OLM: true},
+}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { provider, k8s = env.Provider, env.Client }},
+	NodeTimeout(5*60e9))

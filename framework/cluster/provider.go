@@ -33,3 +33,16 @@ type OLMStopper interface {
 	StopOLM(ctx context.Context) error
 	StartOLM(ctx context.Context) error
 }
+
+// Disposable is a Provider whose Stop deletes the cluster itself (envtest; kind unless kept), so what
+// a run installed on it needs no teardown first.
+type Disposable interface {
+	DeletesClusterOnStop() bool
+}
+
+// WebhookLimited is a Provider whose API server cannot call the admission or conversion webhooks the
+// operators it runs serve. WebhooksUnsupported says why, for the error that stops a spec up front
+// instead of letting every sample be rejected later.
+type WebhookLimited interface {
+	WebhooksUnsupported() string
+}

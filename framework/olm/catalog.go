@@ -104,28 +104,6 @@ func describeCatalogSource(ctx context.Context, c client.Client, cs *operatorsv1
 	return fmt.Sprintf("CatalogSource %s/%s (image %s): %s; %s", cs.Namespace, cs.Name, cs.Spec.Image, state, strings.Join(ps, "; "))
 }
 
-// describePod is a pod's phase and, per container, why it is not ready (waiting/terminated reasons).
-func describePod(p *corev1.Pod) string {
-	parts := []string{fmt.Sprintf("pod %s %s", p.Name, p.Status.Phase)}
-	for _, cond := range p.Status.Conditions {
-		if cond.Status != corev1.ConditionTrue && cond.Message != "" {
-			parts = append(parts, fmt.Sprintf("%s=%s %q", cond.Type, cond.Status, cond.Message))
-		}
-	}
-	statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-	for _, s := range statuses {
-		switch {
-		case s.State.Waiting != nil:
-			parts = append(parts, fmt.Sprintf("%s waiting %s %q (restarts %d)", s.Name, s.State.Waiting.Reason, s.State.Waiting.Message, s.RestartCount))
-		case s.State.Terminated != nil && s.State.Terminated.ExitCode != 0:
-			parts = append(parts, fmt.Sprintf("%s terminated %s exit %d %q", s.Name, s.State.Terminated.Reason, s.State.Terminated.ExitCode, strings.TrimSpace(s.State.Terminated.Message)))
-		case s.State.Running != nil && !s.Ready:
-			parts = append(parts, fmt.Sprintf("%s running, not ready (restarts %d)", s.Name, s.RestartCount))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
 // SubscribeInput subscribes to a package of a catalog.
 type SubscribeInput struct {
 	Client client.Client
@@ -236,7 +214,7 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 		if csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded {
 			return true, ""
 		}
-		return false, fmt.Sprintf("CSV %s wants phase Succeeded: %s; %s", key, DescribeCSV(csv), describeDeployments(ctx, c, csv))
+		return false, fmt.Sprintf("CSV %s wants phase Succeeded: %s; %s", key, DescribeCSV(csv), DescribeOperator(ctx, c, csv))
 	})
 	if err != nil {
 		return nil, err
@@ -412,28 +390,6 @@ func DescribeSubscription(ctx context.Context, c client.Client, sub *operatorsv1
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-// describeDeployments says, for a CSV's deployments, which pods are not ready and why.
-func describeDeployments(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion) string {
-	var out []string
-	for _, d := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
-		if d.Spec.Selector == nil {
-			continue
-		}
-		pods := &corev1.PodList{}
-		if err := c.List(ctx, pods, client.InNamespace(csv.Namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
-			out = append(out, fmt.Sprintf("pods of deployment %s: %v", d.Name, err))
-			continue
-		}
-		for i := range pods.Items {
-			out = append(out, describePod(&pods.Items[i]))
-		}
-	}
-	if len(out) == 0 {
-		return "no operator pods"
-	}
-	return strings.Join(out, "; ")
 }
 
 // UpgradeSubscriptionInput moves a subscribed operator to the next CSV of its channel.

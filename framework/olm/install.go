@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
 // InstallCSVInput describes a direct install: the CSV and CRDs of a bundle, applied without a catalog

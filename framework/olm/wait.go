@@ -22,7 +22,7 @@ func WaitForCSVPhase(ctx context.Context, c client.Client, key types.NamespacedN
 		if csv.Status.Phase == phase {
 			return true, ""
 		}
-		return false, fmt.Sprintf("CSV %s wants phase %s: %s", key, phase, DescribeCSV(csv))
+		return false, fmt.Sprintf("CSV %s wants phase %s: %s; operator: %s", key, phase, DescribeCSV(csv), DescribeOperator(ctx, c, csv))
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
@@ -47,6 +49,9 @@ func NewInstallation(ctx context.Context, in OperandCleanupSpecInput, mode opera
 // follows the opt-in.
 func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *bool) {
 	By("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
+	b, err := bundles.Load(bundleDir)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(supports(r.in.Environment().Provider, b.CSV)).To(Succeed())
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
 		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.in.Timeout})
 	Expect(err).NotTo(HaveOccurred())
@@ -101,7 +106,9 @@ func (r *Installation) CreateOperands(ctx context.Context) {
 	watched, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
 	for _, o := range watched {
 		Eventually(func() error { return r.in.Reconciled(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
-			Should(Succeed(), "operator should reconcile %s %s", o.GetKind(), describeKey(o))
+			Should(Succeed(), func() string { // read when the wait fails: the operator may be crash-looping
+				return fmt.Sprintf("operator should reconcile %s %s; operator: %s", o.GetKind(), describeKey(o), olm.DescribeOperator(ctx, r.c, r.csv))
+			})
 	}
 }
 

@@ -28,7 +28,7 @@ var LocalImagePrefixes = []string{"fixtures.local/", "cleanup-e2e.local/"}
 // ImagesList is the file scripts/images.sh writes: every image the kind tier loads, one a line.
 func ImagesList() string { return filepath.Join(toolchain.CacheDir(), "images.list") }
 
-// KindClusterName is $KIND_CLUSTER_NAME, default "cleanup-e2e".
+// KindClusterName is $CLEANUP_E2E_KIND_CLUSTER, default "cleanup-e2e".
 func KindClusterName() string {
 	if n := envvar.KindCluster.Get(); n != "" {
 		return n
@@ -39,17 +39,17 @@ func KindClusterName() string {
 // newKind is CLEANUP_E2E_PROVIDER=kind's NewProvider: SetUpKind with the suite's logger. With parallel Ginkgo
 // processes, or CLEANUP_E2E_KEEP_CLUSTER=1 (scripts/e2e.sh sets it and deletes the cluster at the end), Stop keeps
 // the cluster.
-func newKind(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
+func newKind(ctx context.Context) (cluster.Provider, error) {
 	suiteCfg, _ := ginkgo.GinkgoConfiguration()
-	return SetUpKind(ctx, Logger().WithName("kind"), in, suiteCfg.ParallelTotal > 1)
+	return SetUpKind(ctx, Logger().WithName("kind"), suiteCfg.ParallelTotal > 1)
 }
 
-// SetUpKind creates or reuses the kind cluster $KIND_CLUSTER_NAME, loads the images scripts/images.sh
+// SetUpKind creates or reuses the kind cluster KindClusterName(), loads the images scripts/images.sh
 // built (ImagesList), makes them never pulled (EnsureLocalImages), and installs OLM from its upstream
-// manifests (unless in.WithoutOLM; a shared cluster may have it anyway). Processes of several suites
+// manifests (every suite shares the cluster, and the stack of any of them may require OLM). Processes of several suites
 // may call it at once: a file lock serialises them, and the later ones reuse the cluster (reuse and
 // the OLM install are idempotent). keep makes Stop leave the cluster (as CLEANUP_E2E_KEEP_CLUSTER=1 does).
-func SetUpKind(ctx context.Context, log logr.Logger, in ProviderInput, keep bool) (*kind.Provider, error) {
+func SetUpKind(ctx context.Context, log logr.Logger, keep bool) (*kind.Provider, error) {
 	name := KindClusterName()
 	images, err := readImagesList()
 	if err != nil {
@@ -78,17 +78,15 @@ func SetUpKind(ctx context.Context, log logr.Logger, in ProviderInput, keep bool
 	if err := p.EnsureLocalImages(ctx, LocalImagePrefixes...); err != nil {
 		return fail(err)
 	}
-	if !in.WithoutOLM {
-		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
-		if err != nil {
-			return fail(err)
-		}
-		olmStart := time.Now()
-		if err := olm.InstallUpstream(ctx, c, olm.DefaultImages, 5*time.Minute); err != nil {
-			return fail(fmt.Errorf("install OLM on kind cluster %s: %w", name, err))
-		}
-		log.Info("OLM ready", "took", time.Since(olmStart).Round(time.Millisecond).String())
+	c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
+	if err != nil {
+		return fail(err)
 	}
+	olmStart := time.Now()
+	if err := olm.InstallUpstream(ctx, c, olm.DefaultImages, 5*time.Minute); err != nil {
+		return fail(fmt.Errorf("install OLM on kind cluster %s: %w", name, err))
+	}
+	log.Info("OLM ready", "took", time.Since(olmStart).Round(time.Millisecond).String())
 	log.Info("kind provider ready (cluster, images, OLM)", "name", name, "took", time.Since(start).Round(time.Millisecond).String())
 	return p, nil
 }

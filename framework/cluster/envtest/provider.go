@@ -23,6 +23,7 @@ import (
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
@@ -257,6 +258,24 @@ func (p *Provider) Runtime() *localruntime.Runtime { return p.runtime }
 
 // Registry is the set of images the local runtime can run; register more before installing operators.
 func (p *Provider) Registry() *localruntime.Registry { return p.opts.registry }
+
+// What the envtest provider is and cannot do, checked by the compiler.
+var (
+	_ cluster.Provider       = (*Provider)(nil)
+	_ cluster.OLMStopper     = (*Provider)(nil)
+	_ cluster.Disposable     = (*Provider)(nil)
+	_ cluster.WebhookLimited = (*Provider)(nil)
+)
+
+// WebhooksUnsupported implements cluster.WebhookLimited: operators run in-process, and OLM's webhook
+// configurations point the API server at a Service that no endpoint of theirs backs.
+func (p *Provider) WebhooksUnsupported() string {
+	return "the envtest provider runs operators in-process, and nothing routes the API server's webhook calls " +
+		"(to the Service OLM's webhook configurations name) to them"
+}
+
+// DeletesClusterOnStop implements cluster.Disposable: the control plane goes with the provider.
+func (p *Provider) DeletesClusterOnStop() bool { return true }
 
 // Stop stops the operators, OLM, kube-controller-manager and the control plane, kills anything left
 // that references the work dir, and removes it. Idempotent.

@@ -17,10 +17,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 )
 
-// CollectArtifacts implements cluster.Provider with what the API can show: what the provider found and
-// created, and for the operand-cleanup controller's and OLM's namespaces their events and the logs of
+// CollectArtifacts implements cluster.Provider with what the API can show: which cluster it is, and for the operand-cleanup controller's and OLM's namespaces their events and the logs of
 // their pods (the last 10 MiB of each container, also of the previous run when it restarted). Control-
 // plane logs are not reachable through the API.
 func (p *Provider) CollectArtifacts(ctx context.Context, dir string) error {
@@ -28,14 +28,13 @@ func (p *Provider) CollectArtifacts(ctx context.Context, dir string) error {
 		return err
 	}
 	var errs []error
-	summary := fmt.Sprintf("provider %s (existing cluster)\ncontext: %s\nserver: %s\ndetected: %+v\ncreated by this run: %s\n",
-		p.opts.name, p.detected.Context, p.detected.Server, p.detected, strings.Join(p.Created(), ", "))
+	summary := fmt.Sprintf("provider %s (existing cluster)\ncontext: %s\nserver: %s\n", p.opts.name, p.context, p.cfg.Host)
 	errs = append(errs, os.WriteFile(filepath.Join(dir, "provider.txt"), []byte(summary), 0o644))
 	cs, err := kubernetes.NewForConfig(p.cfg)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	namespaces := append([]string{operandcleanupconfig.Namespace}, p.detected.OLMNamespaces...)
+	namespaces := append([]string{operandcleanupconfig.Namespace}, stack.OLMNamespaces(ctx, p.c)...)
 	for _, ns := range namespaces {
 		nsDir := filepath.Join(dir, ns)
 		if err := os.MkdirAll(nsDir, 0o755); err != nil {

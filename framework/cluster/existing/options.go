@@ -3,24 +3,16 @@ package existing
 import (
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/go-logr/logr"
 )
 
 type options struct {
-	name            string
-	kubeconfig      string
-	context         string
-	log             logr.Logger
-	workRoot        string
-	olm             bool
-	operandCleanup  bool
-	clusterOperator bool
-	waitOnly        bool
-	readyTimeout    time.Duration
-	cleanupArgs     []string
-	runLeftovers    RunLeftovers
+	name       string
+	kubeconfig string
+	context    string
+	log        logr.Logger
+	workRoot   string
 }
 
 // Option configures the existing-cluster provider.
@@ -43,38 +35,10 @@ func WithLogger(l logr.Logger) Option { return func(o *options) { o.log = l } }
 // (default $TMPDIR/cleanup-e2e). Stop removes it.
 func WithWorkRoot(dir string) Option { return func(o *options) { o.workRoot = dir } }
 
-// WithoutOLM neither requires nor checks OLM (suites of the payload applier).
-func WithoutOLM() Option { return func(o *options) { o.olm = false } }
-
-// WithoutOperandCleanup neither requires nor installs the operand-cleanup controller.
-func WithoutOperandCleanup() Option { return func(o *options) { o.operandCleanup = false } }
-
-// WithClusterOperatorCRD installs the ClusterOperator CRD (config/crd) when it is missing, for suites of
-// CVO-style payloads. Off by default: olm-operator treats a cluster serving config.openshift.io as
-// OpenShift, and once restarted waits forever for the Proxy API such a cluster lacks.
-func WithClusterOperatorCRD() Option { return func(o *options) { o.clusterOperator = true } }
-
-// WithWaitOnly installs nothing: it waits for what is missing to appear (installed by another process
-// of the same run, e.g. Ginkgo process 1) and so never removes anything on Stop.
-func WithWaitOnly() Option { return func(o *options) { o.waitOnly = true } }
-
-// WithReadyTimeout bounds each wait: OLM reconciling, the controller available, a CRD established
-// (default 2m).
-func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyTimeout = d } }
-
-// WithOperandCleanupArgs overrides flags of the operand-cleanup controller the provider installs (e.g.
-// "--stall-timeout=5s"); a controller that was already there is left as it is.
-func WithOperandCleanupArgs(args ...string) Option {
-	return func(o *options) { o.cleanupArgs = append(o.cleanupArgs, args...) }
-}
-
 func defaults() options {
 	return options{
-		name:           "existing",
-		log:            logr.Discard(),
-		workRoot:       filepath.Join(os.TempDir(), "cleanup-e2e"),
-		olm:            true,
-		operandCleanup: true,
-		readyTimeout:   2 * time.Minute,
+		name:     "existing",
+		log:      logr.Discard(),
+		workRoot: filepath.Join(os.TempDir(), "cleanup-e2e"),
 	}
 }

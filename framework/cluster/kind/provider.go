@@ -181,7 +181,10 @@ func (p *Provider) create() error {
 	)
 }
 
-var _ cluster.Provider = (*Provider)(nil)
+var (
+	_ cluster.Provider   = (*Provider)(nil)
+	_ cluster.Disposable = (*Provider)(nil)
+)
 
 // tryReuse reuses a healthy existing cluster running the wanted image; anything else of that name is
 // deleted (saying why) so that New creates it afresh.
@@ -291,6 +294,10 @@ func (p *Provider) NodeImage() string { return p.opts.nodeImage }
 func (p *Provider) CollectArtifacts(ctx context.Context, dir string) error {
 	return p.step("export kind logs to "+dir, func() error { return p.kind.CollectLogs(p.opts.name, dir) })
 }
+
+// DeletesClusterOnStop implements cluster.Disposable: true unless the cluster is kept or was only
+// attached to.
+func (p *Provider) DeletesClusterOnStop() bool { return !p.attached && !*p.opts.keep }
 
 // Stop deletes the cluster unless it is kept (WithKeepCluster, CLEANUP_E2E_KEEP_CLUSTER=1). Idempotent.
 func (p *Provider) Stop(ctx context.Context) error {

@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	switch args[0] {
 	case "up":
-		_, err := suite.SetUpKind(ctx, log.WithName("kind"), suite.ProviderInput{Name: name}, true)
+		_, err := suite.SetUpKind(ctx, log.WithName("kind"), true)
 		return err
 	case "logs":
 		if len(args) != 2 {

@@ -6,19 +6,15 @@
 package uninstall
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
-	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 
 	// In your repo: your operator's API types and its entrypoint (cmd/manager's Main).
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
@@ -37,33 +33,13 @@ const operatorImage = "fixtures.local/widget-operator:v0.1.0"
 // runtime passes its arguments after the binary, so the subcommand comes first).
 var operatorMain localruntime.Entrypoint = fixtures.Binary
 
-var cl cluster.Environment
-
-// clusterUnderTest is the cluster the specs run on, known once the suite has set it up.
-func clusterUnderTest() cluster.Environment { return cl }
-
-// On envtest each Ginkgo process gets a cluster of its own; on a shared one (PROVIDER=existing, kind)
-// only process 1 installs, and the others wait for it.
-var _ = suite.SynchronizedProvider(suite.ProviderInput{
-	Name: "widget-uninstall",
-	// On envtest nothing pulls images: the local runtime runs each registered image in-process, calling
-	// its Main (docs/CONTRACTS.md) as the CSV's Deployment says, impersonating its ServiceAccount.
-	Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{
-		operatorImage:                  operatorMain,
-		components.OperandCleanupImage: operandcleanup.Main, // OLM's operand cleanup, next to stock OLM
-	}),
-}, suite.Setup{
-	Cluster: func(ctx context.Context, p cluster.Provider) {
-		if p.Kind() == "existing" { // the existing provider installs it when the cluster lacks it
-			return
-		}
-		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
-		Expect(err).NotTo(HaveOccurred())
-		Expect(components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: c})).To(Succeed())
-	},
-	Process: func(ctx context.Context, p cluster.Provider) {
-		c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(widgetv1alpha1.AddToScheme))
-		Expect(err).NotTo(HaveOccurred())
-		cl = cluster.Environment{Provider: p, Client: c}
-	},
+// clusterUnderTest is the cluster the specs run on: on envtest each Ginkgo process gets its own, on
+// a shared one (CLEANUP_E2E_PROVIDER=existing, kind) process 1 ensures the stack and the others use it.
+// The stack (OLM, the operand-cleanup controller) is detected and installed only when missing, and
+// what the run installed is removed at the end.
+var clusterUnderTest = suite.Environment(suite.ProviderInput{
+	Name:     "widget-uninstall",
+	Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{operatorImage: operatorMain}),
+	Stack:    stack.ForOperandCleanup(),
+	Schemes:  []func(*runtime.Scheme) error{widgetv1alpha1.AddToScheme},
 }, NodeTimeout(5*time.Minute))

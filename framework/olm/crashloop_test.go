@@ -1,0 +1,42 @@
+package olm_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/client-go/rest"
+
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
+)
+
+// An operator that exits at once (a scaffolded operator whose webhook certificate is missing) never
+// makes the install succeed, and the install's error says that it exits and why: the spec's failure
+// message names the crash, not a timeout at an unrelated step.
+func TestACrashLoopingOperatorFailsTheInstallNamingItsLastError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const cause = "open /tmp/k8s-webhook-server/serving-certs/tls.crt: no such file or directory"
+	crash := func(context.Context, *rest.Config, []string, func(string) string) error { return errors.New(cause) }
+	registry := localruntime.NewRegistry(map[string]localruntime.Entrypoint{"fixtures.local/widget-operator:v0.1.0": crash})
+	_, c := envtest.ForTest(ctx, t, envtest.WithName("crashloop"), envtest.WithRegistry(registry))
+	if err := olm.EnsureNamespaces(ctx, c, "crashing"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: c, BundleDir: bundles.Dir("widget-operator", "v0.1.0"),
+		Namespace: "crashing", InstallMode: operatorsv1alpha1.InstallModeTypeOwnNamespace, Timeout: 30 * time.Second})
+	if err == nil {
+		t.Fatal("a crash-looping operator was installed")
+	}
+	for _, want := range []string{"deployment crashing/widget-operator not available: CrashLoopBackOff", "operator exited", cause} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the install error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+)
+
+// ensureCRDs creates the CRDs that are missing (never changing one that is there: it may be the
+// cluster's real one, e.g. OpenShift's ClusterOperator) and waits until clients can use all of them.
+// It returns whether every CRD was there already.
+func (s *Stack) ensureCRDs(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	names := make([]string, len(crds))
+	for i, crd := range crds {
+		names[i] = crd.Name
+	}
+	missing, err := missingCRDs(ctx, s.c, names...)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case len(missing) == 0:
+		s.in.Log.Info("found the CRDs; leaving them alone", "crds", names)
+	default:
+		for _, crd := range crds {
+			if !contains(missing, crd.Name) {
+				continue
+			}
+			if err := s.c.Create(ctx, crd.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+				return false, fmt.Errorf("create CRD %s: %w", crd.Name, err)
+			}
+			s.ledger.recordLive(ctx, apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", crd.Name)
+		}
+		s.in.Log.Info("installed the missing CRDs", "crds", missing)
+	}
+	// Existing is not usable yet: specs create custom resources right after.
+	return len(missing) == 0, kube.WaitCRDsUsable(ctx, s.c, names...)
+}
+
+// missingCRDs returns the names of the CRDs that do not exist.
+func missingCRDs(ctx context.Context, c client.Client, names ...string) ([]string, error) {
+	var missing []string
+	for _, n := range names {
+		err := c.Get(ctx, types.NamespacedName{Name: n}, &apiextensionsv1.CustomResourceDefinition{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, n)
+		case err != nil:
+			return nil, fmt.Errorf("read CRD %s: %w", n, err)
+		}
+	}
+	return missing, nil
+}
+
+func exists(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, ns, name string) (bool, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s %s/%s: %w", gvk.Kind, ns, name, err)
+	}
+	return true, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

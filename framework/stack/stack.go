@@ -1,0 +1,179 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	crdconfig "github.com/cleanup-e2e/cleanup-e2e/config/crd"
+)
+
+// Components is what must run on the cluster. The zero value needs nothing.
+type Components struct {
+	// OLM requires OLM's CRDs and a reconciling olm-operator (never installed; see the package doc).
+	OLM bool
+	// OperandCleanup ensures the operand-cleanup controller (config/operand-cleanup).
+	OperandCleanup bool
+	// OperandCleanupArgs override the controller's flags when this stack installs it (e.g.
+	// "--stall-timeout=5s"); a controller that was already there is left as it is.
+	OperandCleanupArgs []string
+	// ClusterOperatorCRD ensures config.openshift.io's ClusterOperator CRD (config/crd), for CVO-style
+	// payloads. olm-operator treats a cluster serving config.openshift.io as OpenShift and, once
+	// restarted, waits for a Proxy API such a cluster lacks: Teardown removes the CRD if the run made it.
+	ClusterOperatorCRD bool
+	// CRDs are further CRDs the suite needs before its specs run (created when missing, never changed).
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// Footprint is what the specs leave on purpose; Teardown removes what of it the run created.
+	Footprint Footprint
+}
+
+// ForOperandCleanup is what an operator's uninstall specs need: OLM and the operand-cleanup controller.
+func ForOperandCleanup() Components { return Components{OLM: true, OperandCleanup: true} }
+
+// ForPayloads is what the payload applier's specs need: the ClusterOperator CRD, no OLM.
+func ForPayloads() Components { return Components{ClusterOperatorCRD: true} }
+
+// Input configures Ensure.
+type Input struct {
+	Components
+	// Client is an admin client of the cluster (its scheme needs the built-in types and CRDs).
+	Client client.Client
+	// Timeout bounds each wait (default 2m).
+	Timeout time.Duration
+	// Log reports what was found, installed and removed.
+	Log logr.Logger
+}
+
+// Found is what Ensure found on the cluster before installing anything.
+type Found struct {
+	// OLMNamespaces are where olm-operator / catalog-operator Deployments were seen (when listable).
+	OLMNamespaces []string
+	// OperandCleanup is true when the operand-cleanup controller's Deployment was already there.
+	OperandCleanup bool
+	// ClusterOperatorCRD is true when the ClusterOperator CRD was already there.
+	ClusterOperatorCRD bool
+}
+
+// Stack is what runs on the cluster for the specs, and what of it this run created.
+type Stack struct {
+	in     Input
+	c      client.Client
+	found  Found
+	ledger *ledger
+	// footprint: which of Components.Footprint existed at Ensure.
+	footprint map[string]bool
+
+	teardownOnce sync.Once
+	teardownErr  error
+}
+
+// Ensure detects each component, installs what is missing and records it. On error,
+// what it created so far is removed again.
+func Ensure(ctx context.Context, in Input) (_ *Stack, err error) {
+	if in.Client == nil {
+		return nil, errors.New("stack.Input.Client is nil: pass an admin client of the cluster")
+	}
+	if in.Timeout == 0 {
+		in.Timeout = 2 * time.Minute
+	}
+	if in.Log.GetSink() == nil {
+		in.Log = logr.Discard()
+	}
+	s := &Stack{in: in, c: in.Client, ledger: &ledger{c: in.Client, log: in.Log, timeout: in.Timeout}}
+	defer func() {
+		if err != nil {
+			if terr := s.Teardown(context.WithoutCancel(ctx)); terr != nil {
+				err = fmt.Errorf("%w (and removing what was created so far: %v)", err, terr)
+			}
+		}
+	}()
+	if s.footprint, err = footprintBefore(ctx, s.c, in.Footprint); err != nil {
+		return nil, err
+	}
+	if in.OLM {
+		if err := s.step(ctx, "OLM", s.requireOLM); err != nil {
+			return nil, err
+		}
+	}
+	if in.ClusterOperatorCRD {
+		crd, err := crdconfig.ClusterOperator()
+		if err != nil {
+			return nil, err
+		}
+		if err := s.step(ctx, "ClusterOperator CRD", func(ctx context.Context) (err error) {
+			s.found.ClusterOperatorCRD, err = s.ensureCRDs(ctx, []*apiextensionsv1.CustomResourceDefinition{crd})
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if len(in.CRDs) > 0 {
+		if err := s.step(ctx, "CRDs", func(ctx context.Context) error { _, err := s.ensureCRDs(ctx, in.CRDs); return err }); err != nil {
+			return nil, err
+		}
+	}
+	if in.OperandCleanup {
+		if err := s.step(ctx, "operand-cleanup controller", func(ctx context.Context) (err error) {
+			s.found.OperandCleanup, err = s.ensureOperandCleanup(ctx)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Stack) step(ctx context.Context, what string, fn func(context.Context) error) error {
+	start := time.Now()
+	if err := fn(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	s.in.Log.Info("stack: "+what+" ready", "took", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+// Found is what Ensure found before installing anything.
+func (s *Stack) Found() Found { return s.found }
+
+// Created lists what this stack created ("Kind namespace/name"), in creation order.
+func (s *Stack) Created() []string { return s.ledger.created() }
+
+// Teardown removes the footprint the run created, then everything the stack created, newest first,
+// each only while it is the same object (UID), and waits until they are gone. Idempotent.
+func (s *Stack) Teardown(ctx context.Context) error {
+	s.teardownOnce.Do(func() {
+		var errs []error
+		if s.footprint != nil {
+			leftovers, err := footprintCreated(ctx, s.c, s.in.Footprint, s.footprint)
+			errs = append(errs, err)
+			if len(leftovers) > 0 {
+				errs = append(errs, s.ledger.remove(ctx, leftovers))
+				s.in.Log.Info("removed what the specs left on the cluster (created during the run)", "objects", names(leftovers))
+			}
+		}
+		s.ledger.mu.Lock()
+		created := append([]entry{}, s.ledger.entries...)
+		s.ledger.mu.Unlock()
+		if len(created) > 0 {
+			errs = append(errs, s.ledger.remove(ctx, created))
+			s.in.Log.Info("removed what the stack created", "objects", names(created))
+		}
+		s.teardownErr = errors.Join(errs...)
+	})
+	return s.teardownErr
+}
+
+func names(entries []entry) string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.String()
+	}
+	return strings.Join(out, ", ")
+}
