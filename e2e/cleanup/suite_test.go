@@ -20,6 +20,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
 )
 
 func TestOperandCleanup(t *testing.T) {
@@ -33,7 +34,7 @@ var (
 
 func clusterUnderTest() cluster.Environment { return cl }
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{
+var _ = suite.SynchronizedProvider(testenv.Input{
 	Name:     "cleanup",
 	Registry: localruntime.NewRegistry(fixtures.Images()), // the fixture operators, run in-process on envtest
 	Stack:    stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},

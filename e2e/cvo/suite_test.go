@@ -28,6 +28,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
 	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 )
@@ -43,7 +44,7 @@ var (
 
 func clusterUnderTest() cluster.Environment { return cl }
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{
+var _ = suite.SynchronizedProvider(testenv.Input{
 	Name: "cvo",
 	// On envtest the local runtime runs the payload applier and the fixture operators in-process (widget-operator is part of a payload).
 	Registry: localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{components.PayloadApplierImage: applier.Main}),

@@ -21,6 +21,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
 )
 
 func TestKind(t *testing.T) {
@@ -37,7 +38,7 @@ var (
 	k8s      client.Client
 )
 
-var _ = runsPods && suite.SynchronizedProvider(suite.ProviderInput{
+var _ = runsPods && suite.SynchronizedProvider(testenv.Input{
 	Name:    "kind",
 	Stack:   stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},
 	Schemes: []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme},

@@ -19,6 +19,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
 )
 
 // smokeOperatorEnv makes this test binary run the smoke operator instead of the suite: the kind tier's
@@ -51,7 +52,7 @@ var (
 	k8s      client.Client
 )
 
-var _ = suite.SynchronizedProvider(suite.ProviderInput{
+var _ = suite.SynchronizedProvider(testenv.Input{
 	Name:     "smoke",
 	Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{smokeImage: smokeOperator}),
 	Stack:    stack.Components{OLM: true},

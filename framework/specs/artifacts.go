@@ -3,26 +3,22 @@ package specs
 import (
 	"context"
 
-	. "github.com/onsi/ginkgo/v2"
-
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
 // CollectOnFailure dumps the involved namespaces, OLM's cluster RBAC and every log of the provider
-// under $ARTIFACTS (or _artifacts/) when the current spec has failed. Call it from an AfterEach, which
-// runs before the spec's DeferCleanup undoes its state, or from a DeferCleanup registered last.
-func CollectOnFailure(ctx context.Context, env func() cluster.Environment, namespaces ...string) {
-	{
-		if !CurrentSpecReport().Failed() {
-			return
-		}
-		cl := env()
-		dir, err := artifacts.Collect(ctx, artifacts.CollectInput{Client: cl.Client, Provider: cl.Provider,
-			Namespaces: namespaces, Spec: CurrentSpecReport().FullText()})
-		if err != nil {
-			GinkgoWriter.Printf("collecting artifacts: %v\n", err)
-		}
-		GinkgoWriter.Printf("artifacts of this spec: %s\n", dir)
+// under $ARTIFACTS (or _artifacts/) when the test t has failed. Register it with t.Cleanup after the
+// cleanups that undo the test's state: it runs before them, so the artifacts show the failed state.
+func CollectOnFailure(ctx context.Context, t T, env func() cluster.Environment, namespaces ...string) {
+	if !t.Failed() {
+		return
 	}
+	cl := env()
+	dir, err := artifacts.Collect(ctx, artifacts.CollectInput{Client: cl.Client, Provider: cl.Provider,
+		Namespaces: namespaces, Spec: t.Name()})
+	if err != nil {
+		t.Logf("collecting artifacts: %v", err)
+	}
+	t.Logf("artifacts of this test: %s", dir)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,6 +26,8 @@ import (
 // Installation is one spec's install of an operator: its namespaces, CSV and operands. Specs of the
 // library use it, and so can an operator repo's own specs for cases the library does not cover.
 type Installation struct {
+	t   T
+	g   gomega.Gomega
 	in  OperandCleanupSpecInput
 	c   client.Client
 	l   layout
@@ -38,28 +40,36 @@ type Installation struct {
 	csvUIDs []types.UID
 }
 
+// NewInstallation starts an installation in the running Ginkgo spec: it makes the namespaces of mode's
+// layout (deleted when the spec ends). Install, CreateOperands, Uninstall and the Expect steps follow.
 func NewInstallation(ctx context.Context, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *Installation {
-	Expect(in.defaults()).To(Succeed())
-	r := &Installation{in: in, c: in.Environment().Client}
-	r.l, r.all = newLayout(ctx, r.c, in.Name, mode)
+	return NewInstallationFor(ctx, FromGinkgo(), in, mode)
+}
+
+// NewInstallationFor is NewInstallation in any test t (e.g. FromTesting in an e2e-framework assessment).
+func NewInstallationFor(ctx context.Context, t T, in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) *Installation {
+	g := t.Gomega()
+	g.Expect(in.defaults()).To(gomega.Succeed())
+	r := &Installation{t: t, g: g, in: in, c: in.Environment().Client}
+	r.l, r.all = newLayout(ctx, t, r.c, in.Name, mode)
 	return r
 }
 
 // install installs the bundle (cleanup nil keeps the bundle's spec.cleanup) and checks the finalizer
 // follows the opt-in.
 func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *bool) {
-	By("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
+	r.t.Step("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
 	b, err := bundles.Load(bundleDir)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(supports(r.in.Environment().Provider, b.CSV)).To(Succeed())
+	r.g.Expect(err).NotTo(HaveOccurred())
+	r.g.Expect(supports(r.in.Environment().Provider, b.CSV)).To(Succeed())
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
 		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.in.Timeout})
-	Expect(err).NotTo(HaveOccurred())
+	r.g.Expect(err).NotTo(HaveOccurred())
 	r.csv = csv
 	r.csvUIDs = append(r.csvUIDs, csv.UID)
-	DeferCleanup(r.forceUninstall)
+	r.t.Cleanup(r.forceUninstall)
 	// Registered after forceUninstall, so it runs before it: artifacts show the state that failed.
-	DeferCleanup(func(ctx context.Context) { CollectOnFailure(ctx, r.in.Environment, r.all...) })
+	r.t.Cleanup(func(ctx context.Context) { CollectOnFailure(ctx, r.t, r.in.Environment, r.all...) })
 	r.ExpectCleanupFinalizer(ctx, cleanup != nil && *cleanup)
 }
 
@@ -76,16 +86,16 @@ func (r *Installation) ExpectCleanupFinalizer(ctx context.Context, want bool) {
 		return olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 	}
 	if want {
-		Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.HaveFinalizer(CleanupFinalizer))
+		r.g.Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.HaveFinalizer(CleanupFinalizer))
 		return
 	}
-	Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
-	Consistently(get).WithContext(ctx).WithTimeout(3 * time.Second).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
+	r.g.Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
+	r.g.Consistently(get).WithContext(ctx).WithTimeout(3 * time.Second).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
 }
 
 func (r *Installation) SetCleanup(ctx context.Context, enabled bool) {
-	By("setting spec.cleanup.enabled to " + map[bool]string{true: "true", false: "false"}[enabled])
-	Eventually(func() error {
+	r.t.Step("setting spec.cleanup.enabled to " + map[bool]string{true: "true", false: "false"}[enabled])
+	r.g.Eventually(func() error {
 		csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 		if err != nil {
 			return err
@@ -98,14 +108,14 @@ func (r *Installation) SetCleanup(ctx context.Context, enabled bool) {
 // createOperands creates the samples in every namespace of the layout and waits until the operator
 // has taken charge of those it watches.
 func (r *Installation) CreateOperands(ctx context.Context) {
-	By("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
-	r.ops = createSamples(ctx, r.c, r.in.Samples, r.l.sampleNamespaces(r.all)...)
+	r.t.Step("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
+	r.ops = createSamples(ctx, r.g, r.c, r.in.Samples, r.l.sampleNamespaces(r.all)...)
 	if r.in.Reconciled == nil {
 		return
 	}
 	watched, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
 	for _, o := range watched {
-		Eventually(func() error { return r.in.Reconciled(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+		r.g.Eventually(func() error { return r.in.Reconciled(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
 			Should(Succeed(), func() string { // read when the wait fails: the operator may be crash-looping
 				return fmt.Sprintf("operator should reconcile %s %s; operator: %s", o.GetKind(), describeKey(o), olm.DescribeOperator(ctx, r.c, r.csv))
 			})
@@ -126,23 +136,23 @@ func (r *Installation) WatchedNamespaces() []string {
 
 // uninstall deletes the CSV without waiting.
 func (r *Installation) Uninstall(ctx context.Context) {
-	By("uninstalling: deleting CSV " + r.csv.Name)
-	Expect(olm.Uninstall(ctx, olm.UninstallInput{Client: r.c, CSV: r.csv})).To(Succeed())
+	r.t.Step("uninstalling: deleting CSV " + r.csv.Name)
+	r.g.Expect(olm.Uninstall(ctx, olm.UninstallInput{Client: r.c, CSV: r.csv})).To(Succeed())
 }
 
 // expectUninstalled waits for the CSV and the operator's Deployments to be gone.
 func (r *Installation) ExpectUninstalled(ctx context.Context) {
-	Eventually(func() error {
+	r.g.Eventually(func() error {
 		_, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 		return err
 	}).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.BeGone(), "CSV %s/%s should be gone", r.csv.Namespace, r.csv.Name)
 	for _, d := range r.csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
-		Eventually(func() error {
+		r.g.Eventually(func() error {
 			return r.c.Get(ctx, types.NamespacedName{Namespace: r.csv.Namespace, Name: d.Name}, &appsv1.Deployment{})
 		}).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.BeGone(), "operator Deployment %s should be gone", d.Name)
 		// On clusters with nodes the operator runs until its pods have terminated (grace period).
 		selector := d.Spec.Selector
-		Eventually(func() ([]string, error) { return r.podsOf(ctx, selector) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+		r.g.Eventually(func() ([]string, error) { return r.podsOf(ctx, selector) }).WithContext(ctx).WithTimeout(r.in.Timeout).
 			Should(BeEmpty(), "pods of operator Deployment %s should be gone", d.Name)
 	}
 }
@@ -170,19 +180,19 @@ func (r *Installation) podsOf(ctx context.Context, selector *metav1.LabelSelecto
 // expectKept checks the operands still exist, and stay for a moment (cleanup does not come late).
 func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unstructured) {
 	want := len(objs)
-	Consistently(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
+	r.g.Consistently(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
 		WithTimeout(2*time.Second).Should(HaveLen(want), "operands that must be kept: %s", names(objs))
 }
 
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.
 func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
-	Eventually(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
+	r.g.Eventually(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
 		WithTimeout(r.in.Timeout).Should(BeEmpty(), "operands that cleanup must remove")
 	if r.in.Finalized == nil {
 		return
 	}
 	for _, o := range objs {
-		Eventually(func() error { return r.in.Finalized(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+		r.g.Eventually(func() error { return r.in.Finalized(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
 			Should(Succeed(), "the operator's finalizer should have cleaned up after %s %s", o.GetKind(), describeKey(o))
 	}
 }
@@ -193,7 +203,7 @@ func (r *Installation) forceUninstall(ctx context.Context) {
 	if r.ops != nil {
 		for _, o := range r.ops.items {
 			if err := hold.Release(ctx, r.c, o); err != nil {
-				GinkgoWriter.Printf("cleanup: %v\n", err)
+				r.t.Logf("cleanup: %v", err)
 			}
 		}
 	}
@@ -238,14 +248,12 @@ func (r *Installation) Track(objs ...*unstructured.Unstructured) {
 
 // Hold keeps the operand pending deletion (a finalizer of the spec's own) until Release.
 func (r *Installation) Hold(ctx context.Context, obj *unstructured.Unstructured) {
-	GinkgoHelper()
-	Expect(hold.Put(ctx, r.c, obj)).To(Succeed())
+	r.g.Expect(hold.Put(ctx, r.c, obj)).To(Succeed())
 }
 
 // Release lets a held operand go.
 func (r *Installation) Release(ctx context.Context, obj *unstructured.Unstructured) {
-	GinkgoHelper()
-	Expect(hold.Release(ctx, r.c, obj)).To(Succeed())
+	r.g.Expect(hold.Release(ctx, r.c, obj)).To(Succeed())
 }
 
 // CSV is the installed CSV as last read by the installation.

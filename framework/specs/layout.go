@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/internal/ginkgox"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
 // layout is where an install puts the operator and which namespaces it targets, plus namespaces it
@@ -34,20 +35,33 @@ func (l layout) sampleNamespaces(all []string) []string {
 //     namespace are untouched.
 //   - MultiNamespace: two targets, the operator's namespace and a fourth untouched.
 //   - AllNamespaces: everything is a target (operands in the operator's and another namespace).
-func newLayout(ctx context.Context, c client.Client, prefix string, mode operatorsv1alpha1.InstallModeType) (layout, []string) {
+func newLayout(ctx context.Context, t T, c client.Client, prefix string, mode operatorsv1alpha1.InstallModeType) (layout, []string) {
 	switch mode {
 	case operatorsv1alpha1.InstallModeTypeOwnNamespace:
-		ns := ginkgox.Namespaces(ctx, c, prefix+"-own", 2)
+		ns := namespaces(ctx, t, c, prefix+"-own", 2)
 		return layout{mode: mode, operator: ns[0], targets: ns[:1], untouched: ns[1:]}, ns
 	case operatorsv1alpha1.InstallModeTypeSingleNamespace:
-		ns := ginkgox.Namespaces(ctx, c, prefix+"-single", 3)
+		ns := namespaces(ctx, t, c, prefix+"-single", 3)
 		return layout{mode: mode, operator: ns[0], targets: ns[1:2], untouched: []string{ns[0], ns[2]}}, ns
 	case operatorsv1alpha1.InstallModeTypeMultiNamespace:
-		ns := ginkgox.Namespaces(ctx, c, prefix+"-multi", 4)
+		ns := namespaces(ctx, t, c, prefix+"-multi", 4)
 		return layout{mode: mode, operator: ns[0], targets: ns[1:3], untouched: []string{ns[0], ns[3]}}, ns
 	case operatorsv1alpha1.InstallModeTypeAllNamespaces:
-		ns := ginkgox.Namespaces(ctx, c, prefix+"-all", 2)
+		ns := namespaces(ctx, t, c, prefix+"-all", 2)
 		return layout{mode: mode, operator: ns[0]}, ns
 	}
 	panic(fmt.Sprintf("unknown install mode %q", mode))
+}
+
+// namespaces creates n namespaces for the test and deletes them when it ends (not waited for: a
+// namespace's name is never reused).
+func namespaces(ctx context.Context, t T, c client.Client, prefix string, n int) []string {
+	created, err := kube.CreateNamespaces(ctx, c, prefix, n)
+	names := make([]string, len(created))
+	for i, ns := range created {
+		names[i] = ns.Name
+		t.Cleanup(func(ctx context.Context) { _ = client.IgnoreNotFound(c.Delete(ctx, ns)) })
+	}
+	t.Gomega().Expect(err).NotTo(gomega.HaveOccurred())
+	return names
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -15,9 +14,9 @@ import (
 // SnapshotBeforeInstall takes the "before" snapshot of the leftovers check: cluster-scoped objects,
 // the installation's namespaces and in.LeftoverNamespaces. Call it between NewInstallation and Install.
 func (r *Installation) SnapshotBeforeInstall(ctx context.Context) {
-	By("taking a snapshot of the cluster for the leftovers check")
+	r.t.Step("taking a snapshot of the cluster for the leftovers check")
 	snap, err := r.snapshotter().Take(ctx, r.leftoverNamespaces()...)
-	Expect(err).NotTo(HaveOccurred(), "leftovers snapshot before install")
+	r.g.Expect(err).NotTo(HaveOccurred(), "leftovers snapshot before install")
 	r.before = snap
 }
 
@@ -53,10 +52,10 @@ func (r *Installation) LeftoversReport(ctx context.Context) (leftovers.Report, e
 // the installation left nothing behind but in.ExpectedLeftovers, and fails listing each leftover, why
 // it is blamed on the installation and who made it. It returns the last report.
 func (r *Installation) ExpectNoLeftovers(ctx context.Context) leftovers.Report {
-	By("checking the uninstalled operator left nothing behind")
-	Expect(r.before).NotTo(BeNil(), "ExpectNoLeftovers needs SnapshotBeforeInstall before Install")
+	r.t.Step("checking the uninstalled operator left nothing behind")
+	r.g.Expect(r.before).NotTo(BeNil(), "ExpectNoLeftovers needs SnapshotBeforeInstall before Install")
 	var last leftovers.Report
-	Eventually(func() error {
+	r.g.Eventually(func() error {
 		rep, err := r.LeftoversReport(ctx)
 		if err != nil {
 			return err
@@ -68,7 +67,7 @@ func (r *Installation) ExpectNoLeftovers(ctx context.Context) leftovers.Report {
 		return nil
 	}).WithContext(ctx).WithTimeout(r.in.LeftoversTimeout).WithPolling(2*time.Second).Should(Succeed(),
 		"a cleanup-enabled uninstall must leave nothing behind (declare known leftovers in OperandCleanupSpecInput.ExpectedLeftovers)")
-	GinkgoWriter.Print(last.String())
+	r.t.Logf("%s", last.String())
 	return last
 }
 
@@ -83,9 +82,9 @@ func (r *Installation) snapshotter() *leftovers.Snapshotter {
 		return r.snapper
 	}
 	cl := r.in.Environment()
-	Expect(cl.Provider).NotTo(BeNil(), "the leftovers check needs Environment().Provider (for its REST config)")
+	r.g.Expect(cl.Provider).NotTo(BeNil(), "the leftovers check needs Environment().Provider (for its REST config)")
 	s, err := leftovers.NewSnapshotter(cl.Provider.RESTConfig())
-	Expect(err).NotTo(HaveOccurred())
+	r.g.Expect(err).NotTo(HaveOccurred())
 	r.snapper = s
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/onsi/gomega"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,20 +22,20 @@ type operands struct {
 
 // createSamples creates the samples for each namespace. Cluster-scoped samples are created once per
 // namespace with the namespace appended to their name (so parallel specs never share one).
-func createSamples(ctx context.Context, c client.Client, samples func(string) []*unstructured.Unstructured, namespaces ...string) *operands {
+func createSamples(ctx context.Context, g gomega.Gomega, c client.Client, samples func(string) []*unstructured.Unstructured, namespaces ...string) *operands {
 	ops := &operands{c: c}
 	for _, ns := range namespaces {
 		for _, s := range samples(ns) {
 			obj := s.DeepCopy()
 			namespaced, err := c.IsObjectNamespaced(obj)
-			Expect(err).NotTo(HaveOccurred(), "is %s namespaced? (is its CRD installed?)", obj.GroupVersionKind())
+			g.Expect(err).NotTo(HaveOccurred(), "is %s namespaced? (is its CRD installed?)", obj.GroupVersionKind())
 			if namespaced {
 				obj.SetNamespace(ns)
 			} else {
 				obj.SetNamespace("")
 				obj.SetName(obj.GetName() + "-" + ns)
 			}
-			Expect(c.Create(ctx, obj)).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
+			g.Expect(c.Create(ctx, obj)).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
 			ops.items = append(ops.items, obj)
 		}
 	}

@@ -3,7 +3,6 @@ package specs
 import (
 	"context"
 
-	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
@@ -13,18 +12,18 @@ import (
 // Upgrade moves the installation to the next bundle (its CSV replaces the installed one), waits until
 // OLM finished the upgrade, and follows the new CSV.
 func (r *Installation) Upgrade(ctx context.Context, bundleDir string) {
-	By("upgrading " + r.csv.Name + " to " + bundleDir)
+	r.t.Step("upgrading " + r.csv.Name + " to " + bundleDir)
 	csv, err := olm.Upgrade(ctx, olm.UpgradeInput{Client: r.c, From: r.csv, BundleDir: bundleDir, Timeout: r.in.Timeout})
-	Expect(err).NotTo(HaveOccurred())
+	r.g.Expect(err).NotTo(HaveOccurred())
 	r.Follow(csv)
 }
 
 // StartUpgrade creates the next bundle's CSV and returns it at once, without following it: the spec acts
 // in the middle of the upgrade. withoutRequirements keeps the new CSV Pending (see olm.UpgradeInput).
 func (r *Installation) StartUpgrade(ctx context.Context, bundleDir string, withoutRequirements bool) *operatorsv1alpha1.ClusterServiceVersion {
-	By("starting the upgrade of " + r.csv.Name + " to " + bundleDir)
+	r.t.Step("starting the upgrade of " + r.csv.Name + " to " + bundleDir)
 	csv, err := olm.StartUpgrade(ctx, olm.UpgradeInput{Client: r.c, From: r.csv, BundleDir: bundleDir, Timeout: r.in.Timeout, WithoutRequirements: withoutRequirements})
-	Expect(err).NotTo(HaveOccurred())
+	r.g.Expect(err).NotTo(HaveOccurred())
 	r.csvUIDs = append(r.csvUIDs, csv.UID) // its leftovers are this installation's too
 	return csv
 }

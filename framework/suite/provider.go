@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -9,75 +8,10 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/existing"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
-	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 )
-
-// ProviderInput says which cluster a suite needs and what must run on it.
-type ProviderInput struct {
-	// Name identifies the provider in logs (the Ginkgo process number is appended).
-	Name string
-	// Registry holds the images the envtest provider runs in-process (calling their Main, see
-	// docs/CONTRACTS.md). With Stack.OperandCleanup the controller's image is added when missing. A
-	// cluster with nodes (kind, existing) runs images itself: they must be loaded or pullable there.
-	Registry *localruntime.Registry
-	// Stack is what must run on the cluster before the specs (stack.ForOperandCleanup(),
-	// stack.ForPayloads(), plus the suite's CRDs and footprint). It is ensured the same way on every
-	// provider; on envtest, Stack.OLM also starts olm-operator.
-	Stack stack.Components
-	// Schemes add the suite's own types to the specs' client (the built-in, CRD and OLM types are
-	// always there).
-	Schemes []func(*runtime.Scheme) error
-}
-
-// NewProvider starts the provider named by $CLEANUP_E2E_PROVIDER (envtest when unset). It only
-// creates or connects to the cluster: what runs on it is the stack's (see SynchronizedProvider).
-func NewProvider(ctx context.Context, in ProviderInput) (cluster.Provider, error) {
-	routeLibraryLogs()
-	kind := envvar.Provider.Get()
-	if kind == "" {
-		kind = "envtest"
-	}
-	switch kind {
-	case "envtest":
-		opts := []envtest.Option{envtest.WithName(in.Name), envtest.WithLogger(Logger().WithName(in.Name)),
-			envtest.WithRegistry(registryFor(in))}
-		if !in.Stack.OLM {
-			opts = append(opts, envtest.WithoutOLM())
-		}
-		return envtest.New(ctx, opts...)
-	case "existing":
-		name := fmt.Sprintf("%s-%d", in.Name, ginkgo.GinkgoParallelProcess())
-		return existing.New(ctx, existing.WithName(name), existing.WithLogger(Logger().WithName(name)),
-			existing.WithContext(envvar.KubeContext.Get()))
-	case "kind":
-		return newKind(ctx)
-	default:
-		return nil, fmt.Errorf("%s=%q: unknown provider (known: envtest, existing, kind)", envvar.Provider.Name, kind)
-	}
-}
-
-// registryFor is the suite's registry plus, when the stack has the operand-cleanup controller, its
-// image (so that on envtest the Deployment the stack installs runs).
-func registryFor(in ProviderInput) *localruntime.Registry {
-	r := in.Registry
-	if r == nil {
-		r = localruntime.NewRegistry()
-	}
-	if _, ok := r.Lookup(components.OperandCleanupImage); in.Stack.OperandCleanup && !ok {
-		r.Register(components.OperandCleanupImage, operandcleanup.Main)
-	}
-	return r
-}
 
 // Sharding splits a suite's specs across CI jobs: CLEANUP_E2E_SHARD=i/n (1 ≤ i ≤ n) labels every spec
 // "shard-<k>-of-<n>", k chosen by a hash of the spec's full text, and the job runs its shard with

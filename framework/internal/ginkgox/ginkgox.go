@@ -1,7 +1,6 @@
-// Package ginkgox holds what the framework's Ginkgo spec libraries (framework/specs,
-// framework/deleteannotation) and framework/suite share, so that none of them imports another only
-// for a helper: namespaces that live as long as the current spec, and a logger that writes to
-// GinkgoWriter.
+// Package ginkgox holds what the framework's Ginkgo code (framework/deleteannotation, framework/suite)
+// shares without importing one another: namespaces that live as long as the current spec, and a
+// logger that writes to GinkgoWriter.
 package ginkgox
 
 import (
@@ -14,29 +13,22 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// LabelCreatedBy marks namespaces created by a spec, so that a shared cluster can tell them apart.
-const LabelCreatedBy = "cleanup-e2e.io/created-by"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+)
 
 // Namespaces creates n namespaces named <prefix>-<random>-<i> for the current spec and deletes them
 // when it ends (DeferCleanup). The deletion is not waited for: a namespace's name is never reused.
 func Namespaces(ctx context.Context, c client.Client, prefix string, n int) []string {
 	ginkgo.GinkgoHelper()
-	suffix := utilrand.String(5)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%s-%d", prefix, suffix, i)
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i], Labels: map[string]string{LabelCreatedBy: "cleanup-e2e"}}}
-		gomega.Expect(c.Create(ctx, ns)).To(gomega.Succeed(), "create namespace %s", names[i])
-		ginkgo.DeferCleanup(func(ctx context.Context) {
-			_ = client.IgnoreNotFound(c.Delete(ctx, ns))
-		})
+	created, err := kube.CreateNamespaces(ctx, c, prefix, n)
+	names := make([]string, len(created))
+	for i, ns := range created {
+		names[i] = ns.Name
+		ginkgo.DeferCleanup(func(ctx context.Context) { _ = client.IgnoreNotFound(c.Delete(ctx, ns)) })
 	}
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return names
 }
 

@@ -1,5 +1,5 @@
 // Command cluster manages the kind tier's shared cluster for scripts/e2e.sh, with the same Go code the
-// suites use (framework/suite.SetUpKind), so that its set-up is timed on its own and the suites only
+// suites use (framework/testenv.SetUpKind), so that its set-up is timed on its own and the suites only
 // reuse it:
 //
 //	go run ./scripts/kind/cluster up            create or reuse $CLEANUP_E2E_KIND_CLUSTER (default cleanup-e2e), load images, install OLM
@@ -21,7 +21,7 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/kind"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
 )
 
 func main() {
@@ -38,13 +38,13 @@ func run(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "[%s] %s %s\n", time.Now().Format("15:04:05"), prefix, args)
 	}, funcr.Options{})
 	ctrllog.SetLogger(log.WithName("controller-runtime"))
-	name := suite.KindClusterName()
+	name := testenv.KindClusterName()
 	if len(args) == 0 {
 		args = []string{"up"}
 	}
 	switch args[0] {
 	case "up":
-		_, err := suite.SetUpKind(ctx, log.WithName("kind"), true)
+		_, err := testenv.SetUpKind(ctx, log.WithName("kind"), true)
 		return err
 	case "logs":
 		if len(args) != 2 {

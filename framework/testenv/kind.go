@@ -1,4 +1,4 @@
-package suite
+package testenv
 
 import (
 	"bufio"
@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/onsi/ginkgo/v2"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/kind"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
@@ -34,14 +32,6 @@ func KindClusterName() string {
 		return n
 	}
 	return "cleanup-e2e"
-}
-
-// newKind is CLEANUP_E2E_PROVIDER=kind's NewProvider: SetUpKind with the suite's logger. With parallel Ginkgo
-// processes, or CLEANUP_E2E_KEEP_CLUSTER=1 (scripts/e2e.sh sets it and deletes the cluster at the end), Stop keeps
-// the cluster.
-func newKind(ctx context.Context) (cluster.Provider, error) {
-	suiteCfg, _ := ginkgo.GinkgoConfiguration()
-	return SetUpKind(ctx, Logger().WithName("kind"), suiteCfg.ParallelTotal > 1)
 }
 
 // SetUpKind creates or reuses the kind cluster KindClusterName(), loads the images scripts/images.sh
@@ -89,11 +79,6 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool) (*kind.Provider,
 	log.Info("OLM ready", "took", time.Since(olmStart).Round(time.Millisecond).String())
 	log.Info("kind provider ready (cluster, images, OLM)", "name", name, "took", time.Since(start).Round(time.Millisecond).String())
 	return p, nil
-}
-
-// connectKind attaches to the cluster another process made with newKind.
-func connectKind(ctx context.Context, name string) (cluster.Provider, error) {
-	return kind.Connect(ctx, kind.WithName(name), kind.WithLogger(Logger().WithName("kind")))
 }
 
 func readImagesList() ([]string, error) {

@@ -1,0 +1,31 @@
+// Package uninstalle2eframework is the same uninstall suite as test/uninstall, written for
+// sigs.k8s.io/e2e-framework: an env func starts the cluster with its stack, and each documented
+// operand-cleanup case is a feature (framework/e2eframework). The cases are the spec library's own,
+// run in each feature's *testing.T: the two suites cannot drift apart.
+package uninstalle2eframework
+
+import (
+	"os"
+	"testing"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/e2eframework"
+
+	"example.com/widget-operator-e2e/test/operator"
+)
+
+var (
+	testEnv env.Environment
+	cluster = e2eframework.New(operator.Cluster("widget-uninstall-e2efw"))
+)
+
+func TestMain(m *testing.M) {
+	testEnv = env.New()
+	testEnv.Setup(cluster.Setup).Finish(cluster.Finish)
+	os.Exit(testEnv.Run(m))
+}
+
+func TestUninstall(t *testing.T) {
+	testEnv.Test(t, cluster.MustOperandCleanupFeatures(t, operator.Uninstall(cluster.Environment))...)
+}

@@ -1,0 +1,123 @@
+// Package e2eframework is the sigs.k8s.io/e2e-framework front end of the spec library, for operator
+// repos whose e2e tests are e2e-framework env funcs and features rather than Ginkgo. It runs the same
+// cluster set-up (framework/testenv: provider, stack, client) and the same cases (specs.Cases, each
+// run in the feature's *testing.T through specs.FromTesting) as the Ginkgo front end: nothing is
+// implemented twice.
+//
+//	var cluster = e2eframework.New(testenv.Input{Name: "my-operator", Stack: stack.ForOperandCleanup(), ...})
+//
+//	func TestMain(m *testing.M) {
+//		testEnv := env.New()
+//		testEnv.Setup(cluster.Setup).Finish(cluster.Finish)
+//		os.Exit(testEnv.Run(m))
+//	}
+//
+//	func TestUninstall(t *testing.T) {
+//		testEnv.Test(t, cluster.MustOperandCleanupFeatures(t, specs.OperandCleanupSpecInput{...})...)
+//	}
+package e2eframework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/e2e-framework/pkg/types"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
+	"github.com/go-logr/logr/funcr"
+)
+
+// Cluster is the cluster of one e2e-framework environment: Setup starts it, Finish stops it, and the
+// features built from it run on it.
+type Cluster struct {
+	in  testenv.Input
+	env *testenv.Env
+}
+
+// New describes the cluster; nothing starts before Setup runs. in.Log defaults to stderr (go test
+// shows it with -v or on failure of the package).
+func New(in testenv.Input) *Cluster {
+	if in.Log.GetSink() == nil {
+		in.Log = funcr.New(func(prefix, args string) {
+			fmt.Fprintf(os.Stderr, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
+		}, funcr.Options{})
+	}
+	return &Cluster{in: in}
+}
+
+// Setup is an env func: it starts the provider with its stack (testenv.Start) and points the
+// environment's config at it (cfg.Client() then talks to it too).
+func (c *Cluster) Setup(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	ctrllog.SetLogger(c.in.Log.WithName("controller-runtime")) // libraries log through it
+	env, err := testenv.Start(ctx, c.in)
+	if err != nil {
+		return ctx, err
+	}
+	c.env = env
+	cfg.WithKubeconfigFile(env.Provider.KubeconfigPath())
+	return ctx, nil
+}
+
+// Finish is an env func: it tears the stack down (unless the provider deletes the cluster anyway)
+// and stops the provider.
+func (c *Cluster) Finish(ctx context.Context, _ *envconf.Config) (context.Context, error) {
+	if c.env == nil {
+		return ctx, nil
+	}
+	return ctx, c.env.Stop(ctx)
+}
+
+// Environment is what the specs take; it fails the caller when Setup has not run.
+func (c *Cluster) Environment() cluster.Environment {
+	if c.env == nil {
+		panic("e2eframework: the cluster is not set up: register Cluster.Setup with the environment's Setup")
+	}
+	return c.env.Environment
+}
+
+// OperandCleanupFeatures are the documented operand-cleanup cases for the operator in describes (the
+// cases of specs.OperandCleanupSpec), one feature each, labelled like the Ginkgo specs
+// ("operand-cleanup", the operator's name, each case's labels, its install mode). in.Environment
+// defaults to this cluster. Run them with env.Test, not env.TestInParallel, when a case runs in
+// AllNamespaces mode: its cleanup is cluster-wide.
+func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]types.Feature, error) {
+	if in.Environment == nil {
+		in.Environment = c.Environment
+	}
+	cases, err := specs.Cases(in)
+	if err != nil {
+		return nil, err
+	}
+	var out []types.Feature
+	for _, k := range cases {
+		b := features.New(fmt.Sprintf("Operand cleanup of %s %s", in.Name, k.Name)).
+			WithLabel("suite", "operand-cleanup").WithLabel("operator", in.Name).WithLabel("mode", string(k.Mode))
+		for _, l := range k.Labels {
+			b = b.WithLabel("case", l)
+		}
+		out = append(out, b.Assess(k.Name, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			k.Run(ctx, specs.FromTesting(t))
+			return ctx
+		}).Feature())
+	}
+	return out, nil
+}
+
+// MustOperandCleanupFeatures is OperandCleanupFeatures failing t on a bad input (the error names the
+// field).
+func (c *Cluster) MustOperandCleanupFeatures(t *testing.T, in specs.OperandCleanupSpecInput) []types.Feature {
+	t.Helper()
+	fs, err := c.OperandCleanupFeatures(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}

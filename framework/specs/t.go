@@ -1,0 +1,65 @@
+package specs
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+)
+
+// T is the test a step runs in. Installation's steps and the cases (Cases) use only this, so the same
+// code runs under Ginkgo (FromGinkgo) and in a *testing.T, such as an e2e-framework assessment
+// (FromTesting): no case is written twice.
+type T interface {
+	// Gomega makes assertions that fail this test.
+	Gomega() gomega.Gomega
+	// Cleanup registers fn to run when the test ends, the last registered first.
+	Cleanup(fn func(ctx context.Context))
+	// Step says which step the test is at (Ginkgo's By).
+	Step(text string)
+	// Logf writes to the test's output.
+	Logf(format string, args ...any)
+	// Failed reports whether the test has failed so far.
+	Failed() bool
+	// Name is the test's full name (artifact directories are named after it).
+	Name() string
+}
+
+// FromGinkgo is the T of the running Ginkgo spec.
+func FromGinkgo() T { return ginkgoT{} }
+
+type ginkgoT struct{}
+
+func (ginkgoT) Gomega() gomega.Gomega                { return gomega.Default }
+func (ginkgoT) Cleanup(fn func(ctx context.Context)) { ginkgo.DeferCleanup(fn) }
+func (ginkgoT) Step(text string)                     { ginkgo.By(text) }
+func (ginkgoT) Logf(format string, args ...any)      { ginkgo.GinkgoWriter.Printf(format+"\n", args...) }
+func (ginkgoT) Failed() bool                         { return ginkgo.CurrentSpecReport().Failed() }
+func (ginkgoT) Name() string                         { return ginkgo.CurrentSpecReport().FullText() }
+
+// FromTesting makes t a T: assertions fail t (Gomega's NewWithT), cleanups run with t.Cleanup (each
+// with a fresh context of cleanupTimeout, since the test's own may have ended).
+func FromTesting(t testing.TB) T { return testingT{t: t, g: gomega.NewWithT(t)} }
+
+// cleanupTimeout bounds one cleanup of a TestingT.
+const cleanupTimeout = 5 * time.Minute
+
+type testingT struct {
+	t testing.TB
+	g gomega.Gomega
+}
+
+func (t testingT) Gomega() gomega.Gomega { return t.g }
+func (t testingT) Cleanup(fn func(ctx context.Context)) {
+	t.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		fn(ctx)
+	})
+}
+func (t testingT) Step(text string)                { t.t.Helper(); t.t.Logf("STEP: %s", text) }
+func (t testingT) Logf(format string, args ...any) { t.t.Helper(); t.t.Logf(format, args...) }
+func (t testingT) Failed() bool                    { return t.t.Failed() }
+func (t testingT) Name() string                    { return t.t.Name() }

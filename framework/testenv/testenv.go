@@ -1,0 +1,162 @@
+// Package testenv brings up what a test front end hands to the specs: the provider named by
+// $CLEANUP_E2E_PROVIDER (or the input), the stack ensured on it (framework/stack) and an admin client
+// with the suite's types — a cluster.Environment — and takes it down again. The Ginkgo front end
+// (framework/suite) and the e2e-framework one (framework/e2eframework) both use it, so a cluster is
+// set up one way whatever runs the specs.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/existing"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/kind"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
+)
+
+// Input says which cluster the tests need and what must run on it.
+type Input struct {
+	// Name identifies the provider in logs and artifact paths.
+	Name string
+	// Provider is envtest, kind or existing; "" reads $CLEANUP_E2E_PROVIDER (envtest when unset).
+	Provider string
+	// Registry holds the images the envtest provider runs in-process (calling their Main, see
+	// docs/CONTRACTS.md). With Stack.OperandCleanup the controller's image is added when missing. A
+	// cluster with nodes (kind, existing) runs images itself: they must be loaded or pullable there.
+	Registry *localruntime.Registry
+	// Stack is what must run on the cluster before the specs (stack.ForOperandCleanup(),
+	// stack.ForPayloads(), plus the suite's CRDs and footprint). It is ensured the same way on every
+	// provider; on envtest, Stack.OLM also starts olm-operator.
+	Stack stack.Components
+	// Schemes add the suite's own types to the specs' client (the built-in, CRD and OLM types are
+	// always there).
+	Schemes []func(*runtime.Scheme) error
+	// KeepCluster leaves a kind cluster running on Stop (other processes still use it).
+	KeepCluster bool
+	// Log reports progress (what was started, found, installed, removed).
+	Log logr.Logger
+}
+
+// ProviderName is in.Provider, else $CLEANUP_E2E_PROVIDER, else envtest.
+func (in Input) ProviderName() string {
+	if in.Provider != "" {
+		return in.Provider
+	}
+	if p := envvar.Provider.Get(); p != "" {
+		return p
+	}
+	return "envtest"
+}
+
+// Env is a started provider with its stack: the Environment the specs take, and what Stop undoes.
+type Env struct {
+	cluster.Environment
+	// Stack is what runs on the cluster for the specs, and what of it this run created.
+	Stack *stack.Stack
+}
+
+// Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
+// started is stopped again.
+func Start(ctx context.Context, in Input) (*Env, error) {
+	if in.Log.GetSink() == nil {
+		in.Log = logr.Discard()
+	}
+	p, err := NewProvider(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("start provider %s=%s: %w", envvar.Provider.Name, in.ProviderName(), err)
+	}
+	env, err := Connected(p, in.Schemes...)
+	if err != nil {
+		return nil, errors.Join(err, p.Stop(context.WithoutCancel(ctx)))
+	}
+	s, err := stack.Ensure(ctx, stack.Input{Components: in.Stack, Client: env.Client, Log: in.Log.WithName("stack")})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("ensure the stack on provider %s: %w", p.Name(), err), p.Stop(context.WithoutCancel(ctx)))
+	}
+	return &Env{Environment: env, Stack: s}, nil
+}
+
+// Stop tears the stack down, unless the provider deletes the cluster anyway, then stops the provider.
+func (e *Env) Stop(ctx context.Context) error {
+	var errs []error
+	if d, ok := e.Provider.(cluster.Disposable); e.Stack != nil && !(ok && d.DeletesClusterOnStop()) {
+		errs = append(errs, e.Stack.Teardown(ctx))
+	}
+	errs = append(errs, e.Provider.Stop(ctx))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop provider %s: %w", e.Provider.Name(), err)
+	}
+	return nil
+}
+
+// Connected is the Environment of a provider: it and an admin client (kube.MustScheme plus schemes).
+func Connected(p cluster.Provider, schemes ...func(*runtime.Scheme) error) (cluster.Environment, error) {
+	c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme(schemes...))
+	if err != nil {
+		return cluster.Environment{}, fmt.Errorf("client for provider %s: %w", p.Name(), err)
+	}
+	return cluster.Environment{Provider: p, Client: c}, nil
+}
+
+// NewProvider starts the provider in.ProviderName() names. It only creates or connects to the
+// cluster: what runs on it is the stack's (Start).
+func NewProvider(ctx context.Context, in Input) (cluster.Provider, error) {
+	switch name := in.ProviderName(); name {
+	case "envtest":
+		opts := []envtest.Option{envtest.WithName(in.Name), envtest.WithLogger(in.Log.WithName(in.Name)),
+			envtest.WithRegistry(registryFor(in))}
+		if !in.Stack.OLM {
+			opts = append(opts, envtest.WithoutOLM())
+		}
+		return envtest.New(ctx, opts...)
+	case "existing":
+		return existing.New(ctx, existing.WithName(in.Name), existing.WithLogger(in.Log.WithName(in.Name)),
+			existing.WithContext(envvar.KubeContext.Get()))
+	case "kind":
+		return SetUpKind(ctx, in.Log.WithName("kind"), in.KeepCluster)
+	default:
+		return nil, fmt.Errorf("%s=%q: unknown provider (known: envtest, existing, kind)", envvar.Provider.Name, name)
+	}
+}
+
+// Connect attaches to a cluster another process started (providerName kind or existing, named name):
+// it installs nothing and stops nothing of the cluster's.
+func Connect(ctx context.Context, providerName, name string, log logr.Logger) (cluster.Provider, error) {
+	if providerName == "existing" {
+		return existing.New(ctx, existing.WithName(name), existing.WithLogger(log.WithName(name)),
+			existing.WithContext(envvar.KubeContext.Get()))
+	}
+	return kind.Connect(ctx, kind.WithName(name), kind.WithLogger(log.WithName("kind")))
+}
+
+// registryFor is the input's registry plus, when the stack has the operand-cleanup controller, its
+// image (so that on envtest the Deployment the stack installs runs).
+func registryFor(in Input) *localruntime.Registry {
+	r := in.Registry
+	if r == nil {
+		r = localruntime.NewRegistry()
+	}
+	if _, ok := r.Lookup(components.OperandCleanupImage); in.Stack.OperandCleanup && !ok {
+		r.Register(components.OperandCleanupImage, operandcleanup.Main)
+	}
+	return r
+}
+
+// Shared reports whether the provider's one cluster serves every process of a parallel run (kind,
+// existing), rather than each process starting its own (envtest): then one process starts it and
+// ensures the stack, and the others Connect.
+func (in Input) Shared() bool {
+	p := in.ProviderName()
+	return p == "kind" || p == "existing"
+}
