@@ -30,11 +30,16 @@ type OperandCleanupSpecInput struct {
 	// appended to their name; they are cleaned up only by a global (AllNamespaces) operator.
 	// MustALMExamples(BundleDir) gives the CSV's own samples (its alm-examples annotation).
 	Samples func(namespace string) []*unstructured.Unstructured
-	// Reconciled, when set, says whether the operator has taken charge of a sample (e.g. added its own
-	// finalizer); the specs wait for it before uninstalling, so the operator's finalizer has work to do.
+	// Reconciled says whether the operator has taken charge of a sample; the specs wait for it before
+	// uninstalling, so the operator's finalizer has work to do. Check what only a working operator
+	// does: its finalizer *and* something it made for the sample (an owned object, a status condition,
+	// an external record). A check of the finalizer alone passes for an operator whose reconciler
+	// adds the finalizer and then fails. Unset, the specs cannot catch an operator that never
+	// reconciles (they warn); the mutation checks in framework/specs show what a good check catches.
 	Reconciled func(ctx context.Context, c client.Client, sample *unstructured.Unstructured) error
-	// Finalized, when set, checks that the operator's finalizer did its job for a removed sample
-	// (e.g. a resource it made in another namespace is gone).
+	// Finalized checks that the operator's finalizer did its job for a removed sample (e.g. a
+	// resource it made in another namespace, or outside the cluster, is gone). Unset, a finalizer that
+	// only removes itself passes (the specs warn).
 	Finalized func(ctx context.Context, c client.Client, sample *unstructured.Unstructured) error
 	// PendingListCap is the most instances the controller lists in status.cleanup.pendingDeletion
 	// (default 100); the listing spec creates more than that.

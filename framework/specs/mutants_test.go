@@ -2,6 +2,7 @@ package specs_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,8 +36,12 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 	defer cancel()
 	var mutant atomic.Value
 	mutant.Store(widget.Mutant(""))
+	// The CSV runs `/fixture-operator widget <flags>`; the mutant is read when the Deployment starts.
 	operator := func(ctx context.Context, cfg *rest.Config, args []string, getenv func(string) string) error {
-		return widget.MainOf(mutant.Load().(widget.Mutant))(ctx, cfg, args, getenv) // read when the Deployment starts
+		if len(args) == 0 || args[0] != "widget" {
+			return fmt.Errorf("want the widget subcommand first, got %q", args)
+		}
+		return widget.MainOf(mutant.Load().(widget.Mutant))(ctx, cfg, args[1:], getenv)
 	}
 	env, err := testenv.Start(ctx, testenv.Input{Name: "mutants", Provider: "envtest", Log: testr.New(t),
 		Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{"fixtures.local/widget-operator:v0.1.0": operator}),
