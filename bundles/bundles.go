@@ -55,7 +55,8 @@ type Bundle struct {
 	CSV *operatorsv1alpha1.ClusterServiceVersion
 	// CRDs are the CustomResourceDefinitions the bundle ships, in file order.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
-	// Others are every other manifest (none in the fixture bundles today).
+	// Others are every other manifest (Services, ConfigMaps, RBAC, ServiceMonitors, ...); framework/olm
+	// installs them as OLM's InstallPlan does (olm.InstallCSVInput.Objects).
 	Others []*unstructured.Unstructured
 }
 

@@ -7,6 +7,7 @@ cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 rm -f "$ARTIFACTS"/junit-*.xml   # the closing line must count this run only
+rm -rf "$ARTIFACTS/budget"        # so does the time budget
 export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
 export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
 gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
@@ -26,5 +27,7 @@ cat "$examples_log"
 # gotestsum's one-test-per-suite view of them.
 suites=$(ls "$ARTIFACTS"/junit-*-suite.xml 2>/dev/null || true)
 [ -n "$suites" ] || { log "no Ginkgo suite wrote its JUnit report"; rc=1; }
+# Where the seconds went, per phase of every spec (framework/budget); never fails the run.
+go run ./scripts/budget "$ARTIFACTS/budget" || true
 go run ./scripts/junitsum -skip-classes /e2e/ "$ARTIFACTS/junit-unit.xml" $suites "$ARTIFACTS"/junit-example-*.xml || rc=1
 exit $rc

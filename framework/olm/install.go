@@ -8,6 +8,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,6 +26,10 @@ type InstallCSVInput struct {
 	// InstallMode and TargetNamespaces define the OperatorGroup (see TargetNamespaces).
 	InstallMode      operatorsv1alpha1.InstallModeType
 	TargetNamespaces []string
+	// Objects are the bundle's other manifests (Services, ConfigMaps, Secrets, RBAC, ServiceMonitors,
+	// ...), created as OLM's InstallPlan creates them (bundleobjects.go); a kind OLM refuses, or one the
+	// cluster does not serve, fails the install before anything is created.
+	Objects []*unstructured.Unstructured
 	// Cleanup sets spec.cleanup.enabled on the CSV (nil keeps what the bundle says).
 	Cleanup *bool
 	// Timeout bounds the wait for the CSV to succeed (default 3m).
@@ -43,6 +48,9 @@ func InstallCSV(ctx context.Context, in InstallCSVInput) (*operatorsv1alpha1.Clu
 	if !supportsMode(in.CSV, in.InstallMode) {
 		return nil, fmt.Errorf("CSV %s does not support install mode %s (spec.installModes)", in.CSV.Name, in.InstallMode)
 	}
+	if err := checkBundleObjects(in.Client, in.CSV.Name, in.Objects); err != nil {
+		return nil, err
+	}
 	if err := EnsureNamespaces(ctx, in.Client, append([]string{in.Namespace}, targets...)...); err != nil {
 		return nil, err
 	}
@@ -54,6 +62,9 @@ func InstallCSV(ctx context.Context, in InstallCSVInput) (*operatorsv1alpha1.Clu
 	}
 	csv, err := createCSV(ctx, in.Client, in.CSV, in.Namespace, in.Cleanup)
 	if err != nil {
+		return nil, err
+	}
+	if err := createBundleObjects(ctx, in.Client, csv, in.Objects); err != nil {
 		return nil, err
 	}
 	if err := CreateRequirements(ctx, in.Client, csv); err != nil {

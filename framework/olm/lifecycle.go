@@ -33,7 +33,7 @@ func InstallBundle(ctx context.Context, in InstallBundleInput) (*operatorsv1alph
 	if err != nil {
 		return nil, err
 	}
-	return InstallCSV(ctx, InstallCSVInput{Client: in.Client, CSV: b.CSV, CRDs: b.CRDs, Namespace: in.Namespace,
+	return InstallCSV(ctx, InstallCSVInput{Client: in.Client, CSV: b.CSV, CRDs: b.CRDs, Objects: b.Others, Namespace: in.Namespace,
 		InstallMode: in.InstallMode, TargetNamespaces: in.TargetNamespaces, Cleanup: in.Cleanup, Timeout: in.Timeout})
 }
 

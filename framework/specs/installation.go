@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
@@ -51,13 +52,24 @@ func NewInstallationFor(ctx context.Context, t T, in OperandCleanupSpecInput, mo
 	g := t.Gomega()
 	g.Expect(in.defaults()).To(gomega.Succeed())
 	r := &Installation{t: t, g: g, in: in, c: in.Environment().Client}
+	defer r.phase("namespaces")()
 	r.l, r.all = newLayout(ctx, t, r.c, in.Name, mode)
 	return r
+}
+
+// phase times one phase of the test for the time budget (framework/budget); call the result when it
+// ends. Mutation checks (FailureOf) are left out: their phases last as long as a timeout on purpose.
+func (r *Installation) phase(name string) func() {
+	if _, mutant := r.t.(*recordingT); mutant {
+		return func() {}
+	}
+	return budget.Start(r.t.Name(), name, r.t.Failed)
 }
 
 // install installs the bundle (cleanup nil keeps the bundle's spec.cleanup) and checks the finalizer
 // follows the opt-in.
 func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *bool) {
+	defer r.phase("install")()
 	r.t.Step("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
 	b, err := bundles.Load(bundleDir)
 	r.g.Expect(err).NotTo(HaveOccurred())
@@ -108,6 +120,7 @@ func (r *Installation) SetCleanup(ctx context.Context, enabled bool) {
 // createOperands creates the samples in every namespace of the layout and waits until the operator
 // has taken charge of those it watches.
 func (r *Installation) CreateOperands(ctx context.Context) {
+	defer r.phase("operands-reconciled")()
 	r.t.Step("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
 	r.ops = createSamples(ctx, r.g, r.c, r.in.Samples, r.l.sampleNamespaces(r.all)...)
 	if r.in.Reconciled == nil {
@@ -139,12 +152,14 @@ func (r *Installation) WatchedNamespaces() []string {
 
 // uninstall deletes the CSV without waiting.
 func (r *Installation) Uninstall(ctx context.Context) {
+	defer r.phase("uninstall-requested")()
 	r.t.Step("uninstalling: deleting CSV " + r.csv.Name)
 	r.g.Expect(olm.Uninstall(ctx, olm.UninstallInput{Client: r.c, CSV: r.csv})).To(Succeed())
 }
 
 // expectUninstalled waits for the CSV and the operator's Deployments to be gone.
 func (r *Installation) ExpectUninstalled(ctx context.Context) {
+	defer r.phase("csv-gone")()
 	r.g.Eventually(func() error {
 		_, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 		return err
@@ -189,6 +204,7 @@ func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unst
 
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.
 func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
+	defer r.phase("operands-gone")()
 	r.g.Eventually(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
 		WithTimeout(r.in.Timeout).Should(BeEmpty(), "operands that cleanup must remove")
 	if r.in.Finalized == nil {

@@ -14,6 +14,7 @@ import (
 // SnapshotBeforeInstall takes the "before" snapshot of the leftovers check: cluster-scoped objects,
 // the installation's namespaces and in.LeftoverNamespaces. Call it between NewInstallation and Install.
 func (r *Installation) SnapshotBeforeInstall(ctx context.Context) {
+	defer r.phase("snapshot")()
 	r.t.Step("taking a snapshot of the cluster for the leftovers check")
 	snap, err := r.snapshotter().Take(ctx, r.leftoverNamespaces()...)
 	r.g.Expect(err).NotTo(HaveOccurred(), "leftovers snapshot before install")
@@ -52,6 +53,7 @@ func (r *Installation) LeftoversReport(ctx context.Context) (leftovers.Report, e
 // the installation left nothing behind but in.ExpectedLeftovers, and fails listing each leftover, why
 // it is blamed on the installation and who made it. It returns the last report.
 func (r *Installation) ExpectNoLeftovers(ctx context.Context) leftovers.Report {
+	defer r.phase("leftovers-check")()
 	r.t.Step("checking the uninstalled operator left nothing behind")
 	r.g.Expect(r.before).NotTo(BeNil(), "ExpectNoLeftovers needs SnapshotBeforeInstall before Install")
 	var last leftovers.Report

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -37,7 +38,7 @@ func CleanupEnabledSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 		panic(err)
 	}
 	return Describe(fmt.Sprintf("Cleanup-enabled uninstall of %s", in.Name), Label("operand-cleanup", in.Name), func() {
-		its(enabledCases(in))
+		its(timed(enabledCases(in)))
 	})
 }
 
@@ -175,7 +176,21 @@ func Cases(in OperandCleanupSpecInput) ([]Case, error) {
 				r.ExpectKept(ctx, kept)
 			}})
 	}
-	return cases, nil
+	return timed(cases), nil
+}
+
+// timed makes each case record its whole duration in the time budget (phase "case").
+func timed(cases []Case) []Case {
+	for i := range cases {
+		run := cases[i].Run
+		cases[i].Run = func(ctx context.Context, t T) {
+			if _, mutant := t.(*recordingT); !mutant { // see Installation.phase
+				defer budget.Start(t.Name(), "case", t.Failed)()
+			}
+			run(ctx, t)
+		}
+	}
+	return cases
 }
 
 // enabledCases: per install mode, cleanup removes the operands it watches, leaves the others, and the

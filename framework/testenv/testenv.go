@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/existing"
@@ -72,7 +73,12 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	if in.Log.GetSink() == nil {
 		in.Log = logr.Discard()
 	}
+	failed := false
+	isFailed := func() bool { return failed }
+	done := budget.Start("setup "+in.Name, "provider-ready", isFailed)
 	p, err := NewProvider(ctx, in)
+	failed = err != nil
+	done()
 	if err != nil {
 		return nil, fmt.Errorf("start provider %s=%s: %w", envvar.Provider.Name, in.ProviderName(), err)
 	}
@@ -80,7 +86,10 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(err, p.Stop(context.WithoutCancel(ctx)))
 	}
+	done = budget.Start("setup "+in.Name, "stack-ready", isFailed)
 	s, err := stack.Ensure(ctx, stack.Input{Components: in.Stack, Client: env.Client, Log: in.Log.WithName("stack")})
+	failed = err != nil
+	done()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ensure the stack on provider %s: %w", p.Name(), err), p.Stop(context.WithoutCancel(ctx)))
 	}
