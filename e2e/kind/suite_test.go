@@ -18,7 +18,6 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/e2e/internal/footprint"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
@@ -29,9 +28,9 @@ func TestKind(t *testing.T) {
 }
 
 // runsPods is decided while the tree is built: the specs exist only where the provider runs pods and
-// the nodes have the images.
-var runsPods = envvar.Provider.Get() == "kind" ||
-	(envvar.Provider.Get() == "existing" && os.Getenv("CLEANUP_E2E_CATALOG") == "1")
+// the nodes have the images (kind loads them; an existing cluster's nodes have them when the user says
+// so with CLEANUP_E2E_CATALOG=1).
+var runsPods = testenv.Input{}.LoadsImages() || (testenv.Input{}.RunsPods() && os.Getenv("CLEANUP_E2E_CATALOG") == "1")
 
 var (
 	provider cluster.Provider

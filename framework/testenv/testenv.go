@@ -169,3 +169,14 @@ func (in Input) Shared() bool {
 	p := in.ProviderName()
 	return p == "kind" || p == "existing"
 }
+
+// What the provider a run uses can do, known before it starts: a Ginkgo suite builds its spec tree
+// first, and specs that need pods exist only where pods run.
+
+// RunsPods reports whether the provider's nodes run pods (kind, existing); envtest runs only the
+// operators of its registry, in-process.
+func (in Input) RunsPods() bool { return in.ProviderName() != "envtest" }
+
+// LoadsImages reports whether the provider loads the images scripts/images.sh built into its nodes
+// (kind); on an existing cluster they must be there already.
+func (in Input) LoadsImages() bool { return in.ProviderName() == "kind" }
