@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
@@ -43,10 +44,7 @@ func InstallOperandCleanup(ctx context.Context, in InstallOperandCleanupInput) e
 	if err := kube.Apply(ctx, in.Client, objs...); err != nil {
 		return fmt.Errorf("install operand-cleanup controller: %w", err)
 	}
-	timeout := in.Timeout
-	if timeout == 0 {
-		timeout = 2 * time.Minute
-	}
+	timeout := intervals.Or(in.Timeout, intervals.DeploymentAvailable)
 	key := types.NamespacedName{Namespace: operandcleanupconfig.Namespace, Name: operandcleanupconfig.Deployment}
 	return kube.WaitDeploymentAvailable(ctx, in.Client, key, timeout)
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	payloadapplierconfig "github.com/cleanup-e2e/cleanup-e2e/config/payload-applier"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 )
@@ -57,9 +58,7 @@ func InstallPayloadApplier(ctx context.Context, in InstallPayloadApplierInput) (
 	if pa.Namespace != payloadapplierconfig.Namespace {
 		pa.ClusterRBAC = payloadapplierconfig.Name + "-" + pa.Namespace
 	}
-	if pa.Timeout == 0 {
-		pa.Timeout = 2 * time.Minute
-	}
+	pa.Timeout = intervals.Or(pa.Timeout, intervals.DeploymentAvailable)
 	for _, o := range objs {
 		if err := pa.relocate(o); err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/internal/ginkgox"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
@@ -38,7 +39,7 @@ type Env struct {
 	Applier *applier.Applier
 	// Results holds every pass run through Run, in order (written to the artifacts on failure).
 	Results []applier.Result
-	// Timeout bounds the waits of the Expect*/RunUntil helpers (default 2m).
+	// Timeout bounds the waits of the Expect*/RunUntil helpers (default: intervals.SpecStep).
 	Timeout time.Duration
 	// SpecReportsClusterOperators: the spec plays the operators of the payload's ClusterOperators
 	// itself (clusteroperator.SetStatus), so Run does not report them healthy.
@@ -55,7 +56,7 @@ type Env struct {
 func NewEnv(ctx context.Context, cl cluster.Environment, prefix string, opts applier.Options) *Env {
 	GinkgoHelper()
 	Expect(cl.Provider).NotTo(BeNil(), "Env needs Cluster.Provider (for its REST config)")
-	e := &Env{Cluster: cl, ID: prefix + "-" + utilrand.String(5), Timeout: 2 * time.Minute, seen: map[string]bool{}}
+	e := &Env{Cluster: cl, ID: prefix + "-" + utilrand.String(5), Timeout: intervals.Get(intervals.SpecStep), seen: map[string]bool{}}
 	e.Namespace = ginkgox.Namespaces(ctx, cl.Client, e.ID+"-applier", 1)[0]
 	e.ClusterOperator = e.ID + "-applier"
 	c, err := kube.NewClient(cl.Provider.RESTConfig(), applier.NewScheme())

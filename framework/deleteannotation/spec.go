@@ -11,6 +11,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -34,7 +35,7 @@ type SpecInput struct {
 	// Outside returns objects in no payload that the spec creates first (in order) and that must stay
 	// untouched. Optional.
 	Outside func(id string) []*unstructured.Unstructured
-	// Timeout bounds each wait (default 2m).
+	// Timeout bounds each wait (default: intervals.SpecStep).
 	Timeout time.Duration
 }
 
@@ -47,9 +48,7 @@ func Spec(_ context.Context, in SpecInput) bool {
 	if in.Environment == nil || in.Name == "" || in.Payloads == nil {
 		panic("SpecInput needs Environment, Name and Payloads")
 	}
-	if in.Timeout == 0 {
-		in.Timeout = 2 * time.Minute
-	}
+	in.Timeout = intervals.Or(in.Timeout, intervals.SpecStep)
 	labels := append([]string{"payload-applier", "delete-annotation", in.Name}, in.Labels...)
 	start := func(ctx context.Context) (*Env, *payloadtest.Builder, *payloadtest.Builder) {
 		e := NewEnv(ctx, in.Environment(), in.Name, applier.Options{})

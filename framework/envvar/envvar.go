@@ -43,6 +43,8 @@ var (
 		Doc: "1: the kind cluster outlives the run, and a later run reuses it"}
 	KindNodeImage = Var{Name: "CLEANUP_E2E_KIND_NODE_IMAGE", Legacy: "KIND_NODE_IMAGE", Valid: nonEmpty,
 		Doc: "the kind node image (default: the one scripts/kind/node-image.sh last recorded)"}
+	WaitScale = Var{Name: "CLEANUP_E2E_WAIT_SCALE",
+		Doc: "multiplies every timeout of the framework (framework/intervals), e.g. 2 on a slow CI runner"}
 	Cache = Var{Name: "CLEANUP_E2E_CACHE", Doc: "the toolchain cache directory (default <repo>/_cache)"}
 	Root  = Var{Name: "CLEANUP_E2E_ROOT", Doc: "this repository's checkout, for a consumer module that needs its bundles or scripts"}
 	// JUnitPerRunDir is set by the flake hunt: each run writes its own JUnit file there.
@@ -51,7 +53,7 @@ var (
 )
 
 // All is every variable, in the order the README lists them.
-var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, Cache, Root, JUnitPerRunDir}
+var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, JUnitPerRunDir}
 
 // Get returns the variable's value: Name's, else Legacy's when Valid accepts it, else "".
 func (v Var) Get() string {

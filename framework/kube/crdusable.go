@@ -3,17 +3,15 @@ package kube
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// CRDUsableTimeout bounds how long WaitCRDsUsable waits for each CRD.
-const CRDUsableTimeout = time.Minute
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+)
 
 // WaitCRDsUsable waits until each named CRD is Established with its names accepted AND c's RESTMapper
 // maps the kind of every served version. Established alone is not enough: the apiserver publishes a
@@ -28,7 +26,7 @@ const CRDUsableTimeout = time.Minute
 // install) ends with this wait; a consumer's suite that creates CRDs itself should call it too.
 func WaitCRDsUsable(ctx context.Context, c client.Client, names ...string) error {
 	for _, name := range names {
-		if err := Poll(ctx, CRDUsableTimeout, func() (bool, string) { return crdUsable(ctx, c, name) }); err != nil {
+		if err := Poll(ctx, intervals.Get(intervals.CRDUsable), func() (bool, string) { return crdUsable(ctx, c, name) }); err != nil {
 			return fmt.Errorf("CRD %s is not usable by the client: %w", name, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
@@ -42,7 +43,7 @@ func TestCRDUsableAfterTheMapperCachedAMiss(t *testing.T) {
 	if err := c.Create(ctx, crd.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	if err := kube.Poll(ctx, kube.CRDUsableTimeout, func() (bool, string) { return established(ctx, c, crd.Name) }); err != nil {
+	if err := kube.Poll(ctx, intervals.Get(intervals.CRDUsable), func() (bool, string) { return established(ctx, c, crd.Name) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Create(ctx, cr.DeepCopy()); !meta.IsNoMatchError(err) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
@@ -64,7 +65,7 @@ func CreateCatalogSource(ctx context.Context, in CatalogSourceInput) (*operators
 	if err := in.Client.Create(ctx, cs); err != nil {
 		return nil, fmt.Errorf("create CatalogSource %s/%s: %w", cs.Namespace, cs.Name, err)
 	}
-	return cs, WaitCatalogSourceReady(ctx, in.Client, client.ObjectKeyFromObject(cs), orDefault(in.Timeout, 2*time.Minute))
+	return cs, WaitCatalogSourceReady(ctx, in.Client, client.ObjectKeyFromObject(cs), intervals.Or(in.Timeout, intervals.CatalogReady))
 }
 
 // WaitCatalogSourceReady waits until status.connectionState.lastObservedState is READY. The error
@@ -132,7 +133,7 @@ func Subscribe(ctx context.Context, in SubscribeInput) (*operatorsv1alpha1.Subsc
 	if in.Client == nil || in.Namespace == "" || in.Package == "" || in.CatalogSource == "" {
 		return nil, nil, fmt.Errorf("SubscribeInput needs Client, Namespace, Package and CatalogSource")
 	}
-	timeout := orDefault(in.Timeout, 4*time.Minute)
+	timeout := intervals.Or(in.Timeout, intervals.Subscribed)
 	targets, err := TargetNamespaces(in.InstallMode, in.Namespace, in.TargetNamespaces)
 	if err != nil {
 		return nil, nil, err
@@ -409,7 +410,7 @@ type UpgradeSubscriptionInput struct {
 // Manual (with Automatic, OLM proceeds by itself), waits until To is Succeeded and From is gone, and
 // returns the new live CSV.
 func UpgradeSubscription(ctx context.Context, in UpgradeSubscriptionInput) (*operatorsv1alpha1.ClusterServiceVersion, error) {
-	timeout := orDefault(in.Timeout, 4*time.Minute)
+	timeout := intervals.Or(in.Timeout, intervals.Subscribed)
 	sub := in.Subscription
 	if sub.Spec.InstallPlanApproval == operatorsv1alpha1.ApprovalManual {
 		if _, err := ApproveInstallPlan(ctx, in.Client, sub, in.To, timeout); err != nil {

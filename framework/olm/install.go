@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
@@ -32,7 +33,7 @@ type InstallCSVInput struct {
 	Objects []*unstructured.Unstructured
 	// Cleanup sets spec.cleanup.enabled on the CSV (nil keeps what the bundle says).
 	Cleanup *bool
-	// Timeout bounds the wait for the CSV to succeed (default 3m).
+	// Timeout bounds the wait for the CSV to succeed (default: intervals.CSVSucceeded).
 	Timeout time.Duration
 }
 
@@ -74,7 +75,7 @@ func InstallCSV(ctx context.Context, in InstallCSVInput) (*operatorsv1alpha1.Clu
 		return nil, err
 	}
 	return WaitForCSVPhase(ctx, in.Client, types.NamespacedName{Namespace: in.Namespace, Name: csv.Name},
-		operatorsv1alpha1.CSVPhaseSucceeded, orDefault(in.Timeout, 3*time.Minute))
+		operatorsv1alpha1.CSVPhaseSucceeded, intervals.Or(in.Timeout, intervals.CSVSucceeded))
 }
 
 func supportsMode(csv *operatorsv1alpha1.ClusterServiceVersion, mode operatorsv1alpha1.InstallModeType) bool {
@@ -132,13 +133,6 @@ func nudge(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterS
 // poll is kube.Poll: OLM's waits share its interval and its timeout wording.
 func poll(ctx context.Context, timeout time.Duration, check func() (bool, string)) error {
 	return kube.Poll(ctx, timeout, check)
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // isGone reports whether err says the object does not exist.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
@@ -59,7 +60,7 @@ func Upgrade(ctx context.Context, in UpgradeInput) (*operatorsv1alpha1.ClusterSe
 	if err != nil {
 		return nil, err
 	}
-	timeout := orDefault(in.Timeout, 3*time.Minute)
+	timeout := intervals.Or(in.Timeout, intervals.CSVSucceeded)
 	live, err := WaitForCSVPhase(ctx, in.Client, client.ObjectKeyFromObject(csv), operatorsv1alpha1.CSVPhaseSucceeded, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("upgrade %s → %s: %w", in.From.Name, csv.Name, err)
@@ -122,7 +123,7 @@ func Uninstall(ctx context.Context, in UninstallInput) error {
 	if !in.Wait && !in.DeleteOperatorGroup && !in.DeleteCRDs {
 		return nil
 	}
-	timeout := orDefault(in.Timeout, 3*time.Minute)
+	timeout := intervals.Or(in.Timeout, intervals.CSVSucceeded)
 	if err := WaitForCSVGone(ctx, in.Client, client.ObjectKeyFromObject(in.CSV), timeout); err != nil {
 		return err
 	}

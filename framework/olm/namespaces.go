@@ -3,16 +3,14 @@ package olm
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// NamespaceGoneTimeout bounds how long EnsureNamespaces waits for a terminating namespace to go.
-const NamespaceGoneTimeout = 2 * time.Minute
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+)
 
 // EnsureNamespaces creates the namespaces that do not exist yet. One that is still terminating (a
 // previous spec or run deleted it) is waited out and created anew: the apiserver refuses new objects
@@ -29,7 +27,7 @@ func EnsureNamespaces(ctx context.Context, c client.Client, names ...string) err
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	var createErr error
-	err := poll(ctx, NamespaceGoneTimeout, func() (bool, string) {
+	err := poll(ctx, intervals.Get(intervals.Gone), func() (bool, string) {
 		createErr = client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 		if createErr != nil {
 			return true, "" // not something waiting fixes

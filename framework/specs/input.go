@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 )
 
@@ -44,7 +45,7 @@ type OperandCleanupSpecInput struct {
 	// PendingListCap is the most instances the controller lists in status.cleanup.pendingDeletion
 	// (default 100); the listing spec creates more than that.
 	PendingListCap int
-	// Timeout bounds each wait (default 2m).
+	// Timeout bounds each wait (default: intervals.SpecStep, 2m scaled by $CLEANUP_E2E_WAIT_SCALE).
 	Timeout time.Duration
 
 	// LeftoverNamespaces are namespaces outside the installation's own that the operator writes into
@@ -57,7 +58,7 @@ type OperandCleanupSpecInput struct {
 	// SkipLeftoversCheck turns off the leftovers check of the cleanup-enabled cases.
 	SkipLeftoversCheck bool
 	// LeftoversTimeout is how long the check waits for leftovers to go (garbage collection, finalizers
-	// still running) before it fails (default 30s).
+	// still running) before it fails (default: intervals.Leftovers, 30s scaled).
 	LeftoversTimeout time.Duration
 }
 
@@ -75,11 +76,7 @@ func (in *OperandCleanupSpecInput) defaults() error {
 	if in.PendingListCap == 0 {
 		in.PendingListCap = 100
 	}
-	if in.Timeout == 0 {
-		in.Timeout = 2 * time.Minute
-	}
-	if in.LeftoversTimeout == 0 {
-		in.LeftoversTimeout = 30 * time.Second
-	}
+	in.Timeout = intervals.Or(in.Timeout, intervals.SpecStep)
+	in.LeftoversTimeout = intervals.Or(in.LeftoversTimeout, intervals.Leftovers)
 	return nil
 }

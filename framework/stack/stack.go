@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	crdconfig "github.com/cleanup-e2e/cleanup-e2e/config/crd"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // Components is what must run on the cluster. The zero value needs nothing.
@@ -45,7 +46,7 @@ type Input struct {
 	Components
 	// Client is an admin client of the cluster (its scheme needs the built-in types and CRDs).
 	Client client.Client
-	// Timeout bounds each wait (default 2m).
+	// Timeout bounds each wait (default: intervals.DeploymentAvailable).
 	Timeout time.Duration
 	// Log reports what was found, installed and removed.
 	Log logr.Logger
@@ -80,9 +81,7 @@ func Ensure(ctx context.Context, in Input) (_ *Stack, err error) {
 	if in.Client == nil {
 		return nil, errors.New("stack.Input.Client is nil: pass an admin client of the cluster")
 	}
-	if in.Timeout == 0 {
-		in.Timeout = 2 * time.Minute
-	}
+	in.Timeout = intervals.Or(in.Timeout, intervals.DeploymentAvailable)
 	if in.Log.GetSink() == nil {
 		in.Log = logr.Discard()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/kind"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
@@ -73,7 +74,7 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool) (*kind.Provider,
 		return fail(err)
 	}
 	olmStart := time.Now()
-	if err := olm.InstallUpstream(ctx, c, olm.DefaultImages, 5*time.Minute); err != nil {
+	if err := olm.InstallUpstream(ctx, c, olm.DefaultImages, intervals.Get(intervals.OLMInstall)); err != nil {
 		return fail(fmt.Errorf("install OLM on kind cluster %s: %w", name, err))
 	}
 	log.Info("OLM ready", "took", time.Since(olmStart).Round(time.Millisecond).String())

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 )
 
@@ -55,7 +56,7 @@ func WithCRDPaths(paths ...string) Option {
 	return func(o *options) { o.crdPaths = append(o.crdPaths, paths...) }
 }
 
-// WithOLMReadyTimeout bounds the wait for OLM to reconcile (default 2m: its first start lists every API).
+// WithOLMReadyTimeout bounds the wait for OLM to reconcile (default: intervals.OLMReady, 2m scaled: its first start lists every API).
 func WithOLMReadyTimeout(d time.Duration) Option { return func(o *options) { o.olmTimeout = d } }
 
 func defaults() options {
@@ -65,6 +66,6 @@ func defaults() options {
 		registry:   localruntime.NewRegistry(),
 		log:        logr.Discard(),
 		workRoot:   filepath.Join(os.TempDir(), "cleanup-e2e"),
-		olmTimeout: 2 * time.Minute,
+		olmTimeout: intervals.Get(intervals.OLMReady),
 	}
 }

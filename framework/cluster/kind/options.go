@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 type options struct {
@@ -60,7 +62,7 @@ func defaults() options {
 		// Not $TMPDIR/cleanup-e2e: the envtest provider reaps every directory there whose owner.pid
 		// process is gone (and kills processes naming it), which would take a kept cluster's kubeconfig.
 		workRoot:     filepath.Join(os.TempDir(), "cleanup-e2e-kind"),
-		readyTimeout: 3 * time.Minute,
+		readyTimeout: intervals.Get(intervals.ClusterReady),
 		reuse:        true,
 	}
 }

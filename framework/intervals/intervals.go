@@ -1,0 +1,100 @@
+// Package intervals is the one table of how long the framework waits, in the spirit of Cluster API's
+// e2e intervals config: every wait that has a default timeout takes it from here by name, and
+// $CLEANUP_E2E_WAIT_SCALE multiplies them all — one knob for a slow CI runner (2), or for a fast
+// local loop that should fail early (0.5).
+//
+// Observation windows are not timeouts and are not scaled: "nothing happens for 2 s" (an operand that
+// must be kept, a finalizer that must not appear) means the same on any machine.
+package intervals
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+)
+
+// Name names a wait.
+type Name string
+
+// The waits, with their defaults (before scaling).
+const (
+	// ClusterReady: a kind cluster's node Ready and its system pods running.
+	ClusterReady Name = "cluster-ready"
+	// OLMReady: olm-operator reconciling (its probe OperatorGroup gets a status).
+	OLMReady Name = "olm-ready"
+	// OLMInstall: OLM's upstream manifests applied and its Deployments available on kind.
+	OLMInstall Name = "olm-install"
+	// DeploymentAvailable: a Deployment the framework installs (the operand-cleanup controller, the
+	// payload applier) available.
+	DeploymentAvailable Name = "deployment-available"
+	// CRDUsable: a CRD Established and its kinds served to the client.
+	CRDUsable Name = "crd-usable"
+	// CSVSucceeded: an installed or upgraded CSV Succeeded (and a replaced one gone).
+	CSVSucceeded Name = "csv-succeeded"
+	// CatalogReady: a CatalogSource's registry pod serving.
+	CatalogReady Name = "catalog-ready"
+	// Subscribed: a Subscription resolved, its bundle unpacked and its InstallPlan complete.
+	Subscribed Name = "subscribed"
+	// Gone: an object or namespace deleted, finalizers included.
+	Gone Name = "gone"
+	// SpecStep: each wait of a spec of the spec libraries (operands reconciled, removed, CSV gone, ...).
+	SpecStep Name = "spec-step"
+	// Leftovers: garbage collection and finalizers settling before the leftovers check fails.
+	Leftovers Name = "leftovers"
+)
+
+var defaults = map[Name]time.Duration{
+	ClusterReady:        3 * time.Minute,
+	OLMReady:            2 * time.Minute,
+	OLMInstall:          5 * time.Minute,
+	DeploymentAvailable: 2 * time.Minute,
+	CRDUsable:           time.Minute,
+	CSVSucceeded:        3 * time.Minute,
+	CatalogReady:        2 * time.Minute,
+	Subscribed:          4 * time.Minute,
+	Gone:                2 * time.Minute,
+	SpecStep:            2 * time.Minute,
+	Leftovers:           30 * time.Second,
+}
+
+// Get is the timeout of the named wait: its default times Scale().
+func Get(n Name) time.Duration {
+	d, ok := defaults[n]
+	if !ok {
+		panic(fmt.Sprintf("intervals: no wait named %q", n))
+	}
+	return time.Duration(float64(d) * Scale())
+}
+
+// Or is d when set, else the named wait's timeout (inputs whose Timeout field is optional).
+func Or(d time.Duration, n Name) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return Get(n)
+}
+
+// Scale is $CLEANUP_E2E_WAIT_SCALE (default 1). A value that is not a number > 0 is a setup mistake
+// that would make every wait wrong, so it panics with a message naming the variable.
+func Scale() float64 {
+	v := envvar.WaitScale.Get()
+	if v == "" {
+		return 1
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		panic(fmt.Sprintf("%s=%q: want a number > 0 that multiplies every timeout (e.g. 2 on a slow CI runner)", envvar.WaitScale.Name, v))
+	}
+	return f
+}
+
+// All lists the waits and their scaled timeouts, for logs and docs.
+func All() map[Name]time.Duration {
+	out := map[Name]time.Duration{}
+	for n := range defaults {
+		out[n] = Get(n)
+	}
+	return out
+}
