@@ -61,15 +61,22 @@ case $PROVIDER in
   *) ;;
 esac
 
-rm -f "$ARTIFACTS/junit-e2e.xml"   # the closing line must count this run only
+rm -f "$ARTIFACTS/junit-e2e.xml" "$ARTIFACTS"/junit-example-*.xml   # the closing line must count this run only
 rm -rf "$ARTIFACTS/budget"          # so does the time budget
 rc=0
 step "e2e suites on PROVIDER=$PROVIDER (ginkgo -p $procs)" \
   go run github.com/onsi/ginkgo/v2/ginkgo run -r --procs="$procs" --randomize-all --keep-going \
     --timeout="${E2E_TIMEOUT:-90m}" --junit-report=junit-e2e.xml --output-dir="$ARTIFACTS" \
     ${GINKGO_LABEL_FILTER:+--label-filter="$GINKGO_LABEL_FILTER"} ./e2e || rc=$?
+# The example consumers (examples/*: Ginkgo and e2e-framework) run on the same kind cluster, as a
+# consumer repo's suite would (on envtest, make test runs them).
+reports=("$ARTIFACTS/junit-e2e.xml")
+if [ "$PROVIDER" = kind ]; then
+  step "example consumers on PROVIDER=kind" bash scripts/test-examples.sh || rc=1
+  reports+=("$ARTIFACTS"/junit-example-*.xml)
+fi
 # One closing line over every suite's specs (fails too when Ginkgo crashed before writing its report).
 go run ./scripts/budget "$ARTIFACTS/budget" || true # where the seconds went (framework/budget)
 log "make e2e on PROVIDER=$PROVIDER${GINKGO_LABEL_FILTER:+ (label filter: $GINKGO_LABEL_FILTER)}:"
-go run ./scripts/junitsum "$ARTIFACTS/junit-e2e.xml" || rc=1
+go run ./scripts/junitsum "${reports[@]}" || rc=1
 exit "$rc"

@@ -2,7 +2,8 @@
 # Runs every example consumer module under examples/ (each has its own go.mod with
 # `replace github.com/cleanup-e2e/cleanup-e2e => ../..`) the way its users would: `go test ./...` in
 # the module, through gotestsum (JUnit into $ARTIFACTS). Prints each example's time; fails when one fails.
-# Needs the envtest toolchain (`make tools`) for PROVIDER=envtest, the default.
+# Needs the envtest toolchain (`make tools`) for PROVIDER=envtest, the default; with PROVIDER=kind
+# (make e2e runs it so) the cluster $CLEANUP_E2E_KIND_CLUSTER must be up with the images loaded.
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
@@ -20,8 +21,12 @@ for gomod in examples/*/go.mod; do
   log "==> example $dir: go test ./... (PROVIDER=$PROVIDER)"
   # The example's failure artifacts go under $ARTIFACTS/examples/<name>, its JUnit next to the others'.
   junit="$ARTIFACTS/junit-example-$name.xml" example_artifacts="$ARTIFACTS/examples/$name"
+  # On a shared cluster (kind, existing) one test binary at a time: each ensures the stack and tears
+  # down what it installed when it ends, which must not happen under another package's specs.
+  packages=()
+  case $PROVIDER in kind|existing) packages=(-p 1) ;; esac
   if (cd "$dir" && ARTIFACTS="$example_artifacts" "${gotestsum[@]}" \
-        --junitfile "$junit" -- -count=1 -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...); then
+        --junitfile "$junit" -- -count=1 "${packages[@]}" -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...); then
     log "<== example $dir passed in $((SECONDS - start))s"
   else
     log "<== example $dir FAILED in $((SECONDS - start))s"
