@@ -43,6 +43,11 @@ type Input struct {
 	// Schemes add the suite's own types to the specs' client (the built-in, CRD and OLM types are
 	// always there).
 	Schemes []func(*runtime.Scheme) error
+	// Images are the suite's own images (its operator's, built by its own build) that a provider with
+	// nodes must run: kind loads them from the host's Docker into its nodes and never pulls them
+	// (imagePullPolicy IfNotPresent); on an existing cluster they must be pullable or loaded already;
+	// envtest runs the Registry's entrypoints instead.
+	Images []string
 	// KeepCluster leaves a kind cluster running on Stop (other processes still use it).
 	KeepCluster bool
 	// Log reports progress (what was started, found, installed, removed).
@@ -133,7 +138,19 @@ func NewProvider(ctx context.Context, in Input) (cluster.Provider, error) {
 		return existing.New(ctx, existing.WithName(in.Name), existing.WithLogger(in.Log.WithName(in.Name)),
 			existing.WithContext(envvar.KubeContext.Get()))
 	case "kind":
-		return SetUpKind(ctx, in.Log.WithName("kind"), in.KeepCluster)
+		p, err := SetUpKind(ctx, in.Log.WithName("kind"), in.KeepCluster)
+		if err != nil {
+			return nil, err
+		}
+		// On failure the cluster is left running for inspection, as SetUpKind leaves it.
+		if err := p.LoadImages(ctx, in.Images...); err != nil {
+			return nil, fmt.Errorf("load the suite's images (testenv.Input.Images) into kind cluster %s: %w", p.Name(), err)
+		}
+		// One policy for every local image: the framework's prefixes and the suite's own images.
+		if err := p.EnsureLocalImages(ctx, append(append([]string{}, LocalImagePrefixes...), in.Images...)...); err != nil {
+			return nil, fmt.Errorf("kind cluster %s: %w", p.Name(), err)
+		}
+		return p, nil
 	default:
 		return nil, fmt.Errorf("%s=%q: unknown provider (known: envtest, existing, kind)", envvar.Provider.Name, name)
 	}

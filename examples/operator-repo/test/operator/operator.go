@@ -36,7 +36,8 @@ var BundleDir = filepath.Join("..", "..", "..", "..", "bundles", "widget-operato
 func Cluster(name string) testenv.Input {
 	return testenv.Input{
 		Name:     name,
-		Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{Image: fixtures.Binary}),
+		Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{Image: fixtures.Binary}), // envtest
+		Images:   []string{Image},                                                                      // kind
 		Stack:    stack.ForOperandCleanup(),
 		Schemes:  []func(*runtime.Scheme) error{widgetv1alpha1.AddToScheme},
 	}
