@@ -11,8 +11,11 @@ import (
 
 func TestStartAppendsOneLinePerPhaseToThisProcessFile(t *testing.T) {
 	t.Setenv("ARTIFACTS", t.TempDir())
+	clock := time.Now()
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
 	done := Start("spec a", "install", func() bool { return true })
-	time.Sleep(20 * time.Millisecond)
+	clock = clock.Add(20 * time.Millisecond)
 	done()
 	Start("spec a", "csv-gone", nil)()
 	files, _ := filepath.Glob(filepath.Join(Dir(), "*.jsonl"))

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -30,9 +29,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/internal/ginkgox"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
-	"github.com/go-logr/logr/funcr"
 )
 
 // Cluster is the cluster of one e2e-framework environment: Setup starts it, Finish stops it, and the
@@ -46,9 +45,7 @@ type Cluster struct {
 // shows it with -v or on failure of the package).
 func New(in testenv.Input) *Cluster {
 	if in.Log.GetSink() == nil {
-		in.Log = funcr.New(func(prefix, args string) {
-			fmt.Fprintf(os.Stderr, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
-		}, funcr.Options{})
+		in.Log = ginkgox.LoggerTo(os.Stderr)
 	}
 	return &Cluster{in: in}
 }

@@ -58,9 +58,9 @@ func NewInstallationFor(ctx context.Context, t T, in OperandCleanupSpecInput, mo
 }
 
 // phase times one phase of the test for the time budget (framework/budget); call the result when it
-// ends. Mutation checks (FailureOf) are left out: their phases last as long as a timeout on purpose.
+// ends (nothing is recorded for a mutation check: budgeted).
 func (r *Installation) phase(name string) func() {
-	if _, mutant := r.t.(*recordingT); mutant {
+	if !budgeted(r.t) {
 		return func() {}
 	}
 	return budget.Start(r.t.Name(), name, r.t.Failed)

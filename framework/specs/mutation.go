@@ -33,6 +33,13 @@ func FailureOf(ctx context.Context, c Case, logf func(format string, args ...any
 	return t.failure
 }
 
+// budgeted says whether t's timings belong in the time budget: a mutation check's do not, its phases
+// last as long as a timeout on purpose.
+func budgeted(t T) bool {
+	_, mutant := t.(*recordingT)
+	return !mutant
+}
+
 // abort unwinds a case at its first failed assertion, as Ginkgo and t.FailNow do.
 type abort struct{}
 

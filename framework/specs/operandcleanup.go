@@ -184,7 +184,7 @@ func timed(cases []Case) []Case {
 	for i := range cases {
 		run := cases[i].Run
 		cases[i].Run = func(ctx context.Context, t T) {
-			if _, mutant := t.(*recordingT); !mutant { // see Installation.phase
+			if budgeted(t) {
 				defer budget.Start(t.Name(), "case", t.Failed)()
 			}
 			run(ctx, t)

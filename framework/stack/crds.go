@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +32,7 @@ func (s *Stack) ensureCRDs(ctx context.Context, crds []*apiextensionsv1.CustomRe
 		s.in.Log.Info("found the CRDs; leaving them alone", "crds", names)
 	default:
 		for _, crd := range crds {
-			if !contains(missing, crd.Name) {
+			if !slices.Contains(missing, crd.Name) {
 				continue
 			}
 			if err := s.c.Create(ctx, crd.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -71,13 +72,4 @@ func exists(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, n
 		return false, fmt.Errorf("read %s %s/%s: %w", gvk.Kind, ns, name, err)
 	}
 	return true, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

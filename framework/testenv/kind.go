@@ -36,11 +36,11 @@ func KindClusterName() string {
 }
 
 // SetUpKind creates or reuses the kind cluster KindClusterName(), loads the images scripts/images.sh
-// built (ImagesList), makes them never pulled (EnsureLocalImages), and installs OLM from its upstream
+// built (ImagesList) and the caller's own images, makes them never pulled (EnsureLocalImages), and installs OLM from its upstream
 // manifests (every suite shares the cluster, and the stack of any of them may require OLM). Processes of several suites
 // may call it at once: a file lock serialises them, and the later ones reuse the cluster (reuse and
 // the OLM install are idempotent). keep makes Stop leave the cluster (as CLEANUP_E2E_KEEP_CLUSTER=1 does).
-func SetUpKind(ctx context.Context, log logr.Logger, keep bool) (*kind.Provider, error) {
+func SetUpKind(ctx context.Context, log logr.Logger, keep bool, own ...string) (*kind.Provider, error) {
 	name := KindClusterName()
 	images, err := readImagesList()
 	if err != nil {
@@ -63,10 +63,11 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool) (*kind.Provider,
 	fail := func(err error) (*kind.Provider, error) {
 		return nil, fmt.Errorf("%w (cluster %s left running for inspection; delete it with `docker rm -f -v %s-control-plane`)", err, name, name)
 	}
-	if err := p.LoadImages(ctx, images...); err != nil {
+	if err := p.LoadImages(ctx, append(images, own...)...); err != nil {
 		return fail(err)
 	}
-	if err := p.EnsureLocalImages(ctx, LocalImagePrefixes...); err != nil {
+	// One policy for every local image: the framework's prefixes and the caller's own images.
+	if err := p.EnsureLocalImages(ctx, append(append([]string{}, LocalImagePrefixes...), own...)...); err != nil {
 		return fail(err)
 	}
 	c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())

@@ -78,11 +78,10 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	if in.Log.GetSink() == nil {
 		in.Log = logr.Discard()
 	}
-	failed := false
-	isFailed := func() bool { return failed }
-	done := budget.Start("setup "+in.Name, "provider-ready", isFailed)
+	var err error
+	failed := func() bool { return err != nil }
+	done := budget.Start("setup "+in.Name, "provider-ready", failed)
 	p, err := NewProvider(ctx, in)
-	failed = err != nil
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("start provider %s=%s: %w", envvar.Provider.Name, in.ProviderName(), err)
@@ -91,9 +90,8 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(err, p.Stop(context.WithoutCancel(ctx)))
 	}
-	done = budget.Start("setup "+in.Name, "stack-ready", isFailed)
+	done = budget.Start("setup "+in.Name, "stack-ready", failed)
 	s, err := stack.Ensure(ctx, stack.Input{Components: in.Stack, Client: env.Client, Log: in.Log.WithName("stack")})
-	failed = err != nil
 	done()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ensure the stack on provider %s: %w", p.Name(), err), p.Stop(context.WithoutCancel(ctx)))
@@ -138,19 +136,7 @@ func NewProvider(ctx context.Context, in Input) (cluster.Provider, error) {
 		return existing.New(ctx, existing.WithName(in.Name), existing.WithLogger(in.Log.WithName(in.Name)),
 			existing.WithContext(envvar.KubeContext.Get()))
 	case "kind":
-		p, err := SetUpKind(ctx, in.Log.WithName("kind"), in.KeepCluster)
-		if err != nil {
-			return nil, err
-		}
-		// On failure the cluster is left running for inspection, as SetUpKind leaves it.
-		if err := p.LoadImages(ctx, in.Images...); err != nil {
-			return nil, fmt.Errorf("load the suite's images (testenv.Input.Images) into kind cluster %s: %w", p.Name(), err)
-		}
-		// One policy for every local image: the framework's prefixes and the suite's own images.
-		if err := p.EnsureLocalImages(ctx, append(append([]string{}, LocalImagePrefixes...), in.Images...)...); err != nil {
-			return nil, fmt.Errorf("kind cluster %s: %w", p.Name(), err)
-		}
-		return p, nil
+		return SetUpKind(ctx, in.Log.WithName("kind"), in.KeepCluster, in.Images...)
 	default:
 		return nil, fmt.Errorf("%s=%q: unknown provider (known: envtest, existing, kind)", envvar.Provider.Name, name)
 	}

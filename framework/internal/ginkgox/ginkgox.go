@@ -1,11 +1,12 @@
-// Package ginkgox holds what the framework's Ginkgo code (framework/deleteannotation, framework/suite)
-// shares without importing one another: namespaces that live as long as the current spec, and a
-// logger that writes to GinkgoWriter.
+// Package ginkgox holds what the framework's front ends (framework/deleteannotation, framework/suite,
+// framework/e2eframework) share without importing one another: namespaces that live as long as the
+// current Ginkgo spec, and the framework's timestamped logger.
 package ginkgox
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -32,13 +33,16 @@ func Namespaces(ctx context.Context, c client.Client, prefix string, n int) []st
 	return names
 }
 
-// Logger reports framework progress to GinkgoWriter (shown for failed specs and with -v), each line
-// with the time of day, so it lines up with the control plane's and the operators' logs.
-func Logger() logr.Logger {
+// Logger reports framework progress to GinkgoWriter (shown for failed specs and with -v).
+func Logger() logr.Logger { return LoggerTo(ginkgo.GinkgoWriter) }
+
+// LoggerTo reports framework progress to w, each line with the time of day, so it lines up with the
+// control plane's and the operators' logs.
+func LoggerTo(w io.Writer) logr.Logger {
 	return funcr.New(func(prefix, args string) {
 		if prefix != "" {
 			prefix += " "
 		}
-		fmt.Fprintf(ginkgo.GinkgoWriter, "%s %s%s\n", time.Now().Format("15:04:05.000"), prefix, strings.TrimSpace(args))
+		fmt.Fprintf(w, "%s %s%s\n", time.Now().Format("15:04:05.000"), prefix, strings.TrimSpace(args))
 	}, funcr.Options{})
 }
