@@ -38,7 +38,13 @@ const (
 	maxBackoff     = 20 * time.Second
 )
 
-func startInstance(parent context.Context, key types.NamespacedName, w *workload, ep Entrypoint, cfg *rest.Config,
+// runner starts an operator once and returns when it exits; ready is called once it runs, with the
+// address its readiness probe answers on ("" when it has none).
+type runner interface {
+	run(ctx context.Context, logger logr.Logger, ready func(probeAddr string)) error
+}
+
+func startInstance(parent context.Context, key types.NamespacedName, w *workload, rn runner,
 	logDir string, onChange func()) (*instance, error) {
 	logPath := filepath.Join(logDir, fmt.Sprintf("%s_%s.log", key.Namespace, key.Name))
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -53,7 +59,7 @@ func startInstance(parent context.Context, key types.NamespacedName, w *workload
 		defer f.Close()
 		backoff := initialBackoff
 		for {
-			err := in.runOnce(ctx, w, ep, cfg, logger, onChange)
+			err := in.runOnce(ctx, rn, logger, onChange)
 			if ctx.Err() != nil {
 				logger.Info("operator stopped")
 				in.setRunning(false, nil)
@@ -77,18 +83,31 @@ func startInstance(parent context.Context, key types.NamespacedName, w *workload
 }
 
 // runOnce starts the operator once and returns when it does (its readiness probe ends with it).
-func (in *instance) runOnce(ctx context.Context, w *workload, ep Entrypoint, cfg *rest.Config, logger logr.Logger, onChange func()) error {
-	args, err := in.argsForStart(w)
-	if err != nil {
-		return err
-	}
+func (in *instance) runOnce(ctx context.Context, rn runner, logger logr.Logger, onChange func()) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	in.setRunning(true, nil)
-	in.probe(runCtx, w, args, onChange)
-	onChange()
-	logger.Info("starting operator", "image", w.image, "args", strings.Join(args, " "), "serviceAccount", w.serviceAccount)
-	return runGuarded(logr.NewContext(runCtx, logger), ep, cfg, args, func(k string) string { return w.env[k] })
+	return rn.run(runCtx, logger, func(addr string) {
+		in.probe(runCtx, addr, onChange)
+		onChange()
+	})
+}
+
+// inProcess runs an Entrypoint in the test process (the fast mode; see docs/CONTRACTS.md).
+type inProcess struct {
+	w   *workload
+	ep  Entrypoint
+	cfg *rest.Config
+}
+
+func (p inProcess) run(ctx context.Context, logger logr.Logger, ready func(string)) error {
+	args, addr, err := p.argsForStart()
+	if err != nil {
+		return err
+	}
+	ready(addr)
+	logger.Info("starting operator", "image", p.w.image, "args", strings.Join(args, " "), "serviceAccount", p.w.serviceAccount)
+	return runGuarded(logr.NewContext(ctx, logger), p.ep, p.cfg, args, func(k string) string { return p.w.env[k] })
 }
 
 // runGuarded turns a panic in an operator into an error, as a crashing container would be.
@@ -102,29 +121,28 @@ func runGuarded(ctx context.Context, ep Entrypoint, cfg *rest.Config, args []str
 }
 
 // argsForStart is the container's args plus the runtime's: no metrics server, and a health server
-// only when the readiness probe needs one, on a fresh port each start.
-func (in *instance) argsForStart(w *workload) ([]string, error) {
+// only when the readiness probe needs one, on a fresh port each start (returned).
+func (p inProcess) argsForStart() (args []string, probeAddr string, err error) {
 	health := "0"
-	if w.readiness != nil {
-		addr, err := probeAddress()
-		if err != nil {
-			return nil, fmt.Errorf("a port for the readiness probe: %w", err)
+	if p.w.readiness != nil {
+		if probeAddr, err = freeLoopbackAddress(); err != nil {
+			return nil, "", fmt.Errorf("a port for the readiness probe: %w", err)
 		}
-		health = addr
+		health = probeAddr
 	}
-	return append(append([]string{}, w.args...), "--metrics-bind-address=0", "--health-probe-bind-address="+health), nil
+	return append(append([]string{}, p.w.args...), "--metrics-bind-address=0", "--health-probe-bind-address="+health), probeAddr, nil
 }
 
 // probe marks the instance ready right away without a readiness probe, else (calling onChange) once
-// the probe answers on the address args gave the operator's health server.
-func (in *instance) probe(ctx context.Context, w *workload, args []string, onChange func()) {
-	if w.readiness == nil {
+// the probe answers at addr.
+func (in *instance) probe(ctx context.Context, addr string, onChange func()) {
+	r := in.workload.readiness
+	if r == nil {
 		in.setReady()
 		return
 	}
-	addr := strings.TrimPrefix(args[len(args)-1], "--health-probe-bind-address=")
 	go func() {
-		if w.readiness.waitReady(ctx, addr) {
+		if r.waitReady(ctx, addr) {
 			in.setReady()
 			onChange()
 		}

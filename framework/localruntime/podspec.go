@@ -24,12 +24,16 @@ type workload struct {
 	readiness *readiness
 	// hash identifies the pod template the workload was made from; a change restarts the operator.
 	hash string
+	// What a binary run as a child process needs besides (child.go): the Deployment (its pod
+	// template's volumes, downward API) and the container (command, ports, mounts).
+	dep       *appsv1.Deployment
+	container corev1.Container
 }
 
 // pickContainer returns the first container with a registered image, else the first container.
 func pickContainer(spec *corev1.PodSpec, reg *Registry) (corev1.Container, bool) {
 	for _, c := range spec.Containers {
-		if _, ok := reg.Lookup(c.Image); ok {
+		if reg.Registered(c.Image) {
 			return c, true
 		}
 	}
@@ -66,16 +70,17 @@ func resolveWorkload(ctx context.Context, c client.Reader, dep *appsv1.Deploymen
 		env[e.Name] = v
 	}
 	args = expandArgs(args, env)
-	w := &workload{image: ctr.Image, args: args, env: env, serviceAccount: sa, readiness: readinessOf(ctr)}
-	var probePath string
-	if w.readiness != nil {
-		probePath = w.readiness.path
-	}
+	w := &workload{image: ctr.Image, args: args, env: env, serviceAccount: sa, readiness: readinessOf(ctr),
+		dep: dep.DeepCopy(), container: ctr}
+	// Everything the operator is started from: a change to any of it restarts the operator.
 	data, _ := json.Marshal(struct {
-		Image, SA, Probe string
-		Args             []string
-		Env              map[string]string
-	}{w.image, sa, probePath, args, env})
+		Image, SA string
+		Args      []string
+		Env       map[string]string
+		Container corev1.Container
+		Volumes   []corev1.Volume
+		Automount *bool
+	}{w.image, sa, args, env, ctr, tmpl.Spec.Volumes, tmpl.Spec.AutomountServiceAccountToken})
 	sum := sha256.Sum256(data)
 	w.hash = hex.EncodeToString(sum[:8])
 	return w, nil
@@ -113,7 +118,7 @@ func resolveFieldRef(dep *appsv1.Deployment, sa, path string) (string, error) {
 	case "metadata.namespace":
 		return dep.Namespace, nil
 	case "metadata.name":
-		return dep.Name + "-local", nil
+		return podName(dep), nil
 	case "spec.serviceAccountName":
 		return sa, nil
 	case "spec.nodeName":
@@ -129,6 +134,9 @@ func resolveFieldRef(dep *appsv1.Deployment, sa, path string) (string, error) {
 	}
 	return "", fmt.Errorf("unsupported fieldRef %q", path)
 }
+
+// podName is the name the runtime gives a Deployment's one "pod" (downward API, HOSTNAME).
+func podName(dep *appsv1.Deployment) string { return dep.Name + "-local" }
 
 func resolveEnvFrom(ctx context.Context, c client.Reader, ns string, from corev1.EnvFromSource, env map[string]string) error {
 	switch {

@@ -61,7 +61,7 @@ func (r *Runtime) reconcileDeployment(ctx context.Context, req ctrl.Request) (ct
 		// would reconcile the Deployment again when the ConfigMap appears.
 		return ctrl.Result{RequeueAfter: configRetry}, r.writeStatus(ctx, dep, replicas, 0, "CreateContainerConfigError", err.Error())
 	}
-	in, err := r.ensureInstance(key, w)
+	in, err := r.ensureInstance(ctx, key, w)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -75,6 +75,22 @@ func (r *Runtime) reconcileDeployment(ctx context.Context, req ctrl.Request) (ct
 			fmt.Sprintf("operator started, its readiness probe does not succeed yet (log: %s)", in.logPath))
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, replicas, "", "")
+}
+
+// runnerFor is how the workload's image runs: in-process, or its binary as a child process (built
+// first when it was registered by package after the runtime started).
+func (r *Runtime) runnerFor(ctx context.Context, key types.NamespacedName, w *workload) (runner, error) {
+	p, _ := r.registry.lookup(w.image)
+	if p.entrypoint != nil {
+		return inProcess{w: w, ep: p.entrypoint, cfg: r.operatorConfig(key, w)}, nil
+	}
+	if p.binary.Path == "" {
+		if err := r.registry.BuildBinaries(ctx, r.binDir(), r.log); err != nil {
+			return nil, err
+		}
+		p, _ = r.registry.lookup(w.image)
+	}
+	return &child{rt: r, key: key, w: w, path: p.binary.Path}, nil
 }
 
 // configRetry is how often a Deployment whose env cannot be resolved yet is tried again.
@@ -92,7 +108,7 @@ func (r *Runtime) warnUnregistered(key types.NamespacedName, image string) {
 }
 
 // ensureInstance starts the workload for key, replacing an instance made from another pod template.
-func (r *Runtime) ensureInstance(key types.NamespacedName, w *workload) (*instance, error) {
+func (r *Runtime) ensureInstance(ctx context.Context, key types.NamespacedName, w *workload) (*instance, error) {
 	r.mu.Lock()
 	cur := r.instances[key]
 	r.mu.Unlock()
@@ -104,14 +120,16 @@ func (r *Runtime) ensureInstance(key types.NamespacedName, w *workload) (*instan
 			return nil, err
 		}
 	}
-	ep, _ := r.registry.Lookup(w.image)
+	rn, err := r.runnerFor(ctx, key, w)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx == nil || r.ctx.Err() != nil {
 		return nil, fmt.Errorf("local runtime is stopped")
 	}
-	in, err := startInstance(r.ctx, key, w, ep, r.operatorConfig(key, w), r.logDir,
-		func() { r.notify(key) })
+	in, err := startInstance(r.ctx, key, w, rn, r.logDir, func() { r.notify(key) })
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,15 @@ package localruntime
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 )
 
@@ -14,15 +20,30 @@ import (
 // resolves the container's env as the kubelet would.
 type Entrypoint = func(ctx context.Context, cfg *rest.Config, args []string, getenv func(string) string) error
 
-// Registry maps image references to entrypoints. It is safe for concurrent use.
+// Binary is an operator's own program, run unchanged as a child process (see child.go): either Path,
+// an executable already built, or Package, a Go main package built with the go tool in Dir (relative
+// to the test's working directory) before the cluster starts.
+type Binary struct {
+	Path    string
+	Package string
+	Dir     string
+}
+
+// program is what an image runs: an in-process entrypoint or a binary.
+type program struct {
+	entrypoint Entrypoint
+	binary     *Binary
+}
+
+// Registry maps image references to what the runtime runs for them. It is safe for concurrent use.
 type Registry struct {
 	mu      sync.RWMutex
-	entries map[string]Entrypoint
+	entries map[string]program
 }
 
 // NewRegistry returns a registry holding the given images; a later map wins for an image in several.
 func NewRegistry(images ...map[string]Entrypoint) *Registry {
-	r := &Registry{entries: map[string]Entrypoint{}}
+	r := &Registry{entries: map[string]program{}}
 	for _, m := range images {
 		for image, ep := range m {
 			r.Register(image, ep)
@@ -36,17 +57,43 @@ func (r *Registry) Register(image string, ep Entrypoint) {
 	if ep == nil {
 		panic(fmt.Sprintf("localruntime: nil entrypoint for image %q", image))
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.entries[image] = ep
+	r.set(image, program{entrypoint: ep})
 }
 
-// Lookup returns the entrypoint for image.
+// RegisterBinary maps image to an operator's own program, replacing an earlier registration. It
+// returns r, so a registry can be written in one expression.
+func (r *Registry) RegisterBinary(image string, b Binary) *Registry {
+	if (b.Path == "") == (b.Package == "") {
+		panic(fmt.Sprintf("localruntime: the Binary for image %q needs exactly one of Path and Package", image))
+	}
+	r.set(image, program{binary: &b})
+	return r
+}
+
+func (r *Registry) set(image string, p program) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entries[image] = p
+}
+
+// Lookup returns the in-process entrypoint for image (false for an image not registered or run as a
+// binary).
 func (r *Registry) Lookup(image string) (Entrypoint, bool) {
+	p, ok := r.lookup(image)
+	return p.entrypoint, ok && p.entrypoint != nil
+}
+
+// Registered reports whether image is registered, either way.
+func (r *Registry) Registered(image string) bool {
+	_, ok := r.lookup(image)
+	return ok
+}
+
+func (r *Registry) lookup(image string) (program, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ep, ok := r.entries[image]
-	return ep, ok
+	p, ok := r.entries[image]
+	return p, ok
 }
 
 // Images lists the registered images, sorted.
@@ -55,6 +102,42 @@ func (r *Registry) Images() []string {
 	defer r.mu.RUnlock()
 	out := make([]string, 0, len(r.entries))
 	for k := range r.entries {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// BuildBinaries builds every binary registered by package into outDir, one go build per package (the
+// go build cache makes a rebuild a link), so a compile error fails the cluster's start naming the
+// image and package rather than a crash-looping Deployment later.
+func (r *Registry) BuildBinaries(ctx context.Context, outDir string, log logr.Logger) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, image := range sortedKeys(r.entries) {
+		b := r.entries[image].binary
+		if b == nil || b.Package == "" || b.Path != "" {
+			continue
+		}
+		out := filepath.Join(outDir, strings.NewReplacer("/", "_", ":", "_", "@", "_").Replace(image))
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
+			return err
+		}
+		start := time.Now()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, b.Package)
+		cmd.Dir = b.Dir
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build the binary for image %s (go build %s in %q): %w\n%s", image, b.Package, b.Dir, err, msg)
+		}
+		log.Info("built operator binary", "image", image, "package", b.Package, "took", time.Since(start).Round(time.Millisecond).String())
+		r.entries[image] = program{binary: &Binary{Path: out, Package: b.Package, Dir: b.Dir}}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]program) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
 		out = append(out, k)
 	}
 	sort.Strings(out)

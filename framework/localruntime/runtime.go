@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -30,7 +32,9 @@ type Runtime struct {
 	admin    *rest.Config
 	registry *Registry
 	logDir   string
+	workDir  string // binaries built for the registry, the volumes of operators run as child processes
 	log      logr.Logger
+	tokens   tokenRequester
 
 	client client.Client
 	// reader reads what a pod's env refers to live, as the kubelet does: a ConfigMap created just
@@ -49,6 +53,10 @@ type Runtime struct {
 // Option configures a Runtime.
 type Option func(*Runtime)
 
+// WithWorkDir sets where binaries are built and child processes' volumes are written (default: a
+// directory next to the logs).
+func WithWorkDir(dir string) Option { return func(r *Runtime) { r.workDir = dir } }
+
 // WithLogger sets where the runtime logs what it starts and stops.
 func WithLogger(l logr.Logger) Option { return func(r *Runtime) { r.log = l } }
 
@@ -60,8 +68,14 @@ func New(admin *rest.Config, registry *Registry, logDir string, opts ...Option) 
 	for _, o := range opts {
 		o(r)
 	}
+	if r.workDir == "" {
+		r.workDir = filepath.Join(logDir, "..", "runtime")
+	}
 	return r
 }
+
+func (r *Runtime) binDir() string { return filepath.Join(r.workDir, "bin") }
+func (r *Runtime) podDir() string { return filepath.Join(r.workDir, "pods") }
 
 // LogDir is where operator logs are written.
 func (r *Runtime) LogDir() string { return r.logDir }
@@ -71,6 +85,14 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		return err
 	}
+	if err := r.registry.BuildBinaries(ctx, r.binDir(), r.log); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(r.admin)
+	if err != nil {
+		return err
+	}
+	r.tokens = cs.CoreV1()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err

@@ -30,8 +30,11 @@ type Spec struct {
 	Path string
 	Args []string
 	Env  []string // appended to os.Environ()
-	// LogPath receives stdout and stderr (created, truncated).
+	// Isolated passes Env alone, nothing of this process's environment (a container's env).
+	Isolated bool
+	// LogPath receives stdout and stderr (created, truncated unless Append).
 	LogPath string
+	Append  bool
 	Dir     string
 }
 
@@ -40,12 +43,19 @@ func Start(spec Spec) (*Process, error) {
 	if err := os.MkdirAll(filepath.Dir(spec.LogPath), 0o755); err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(spec.LogPath)
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if spec.Append {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	logFile, err := os.OpenFile(spec.LogPath, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create log for %s: %w", spec.Name, err)
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = append(os.Environ(), spec.Env...)
+	if spec.Isolated {
+		cmd.Env = append([]string{}, spec.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = spec.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

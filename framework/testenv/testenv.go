@@ -159,7 +159,7 @@ func registryFor(in Input) *localruntime.Registry {
 	if r == nil {
 		r = localruntime.NewRegistry()
 	}
-	if _, ok := r.Lookup(components.OperandCleanupImage); in.Stack.OperandCleanup && !ok {
+	if in.Stack.OperandCleanup && !r.Registered(components.OperandCleanupImage) {
 		r.Register(components.OperandCleanupImage, operandcleanup.Main)
 	}
 	return r

@@ -84,7 +84,7 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 		}
 	}
 	p.runtime = localruntime.New(p.cfg, o.registry, filepath.Join(p.workDir, "logs", "operators"),
-		localruntime.WithLogger(o.log.WithName("local-runtime")))
+		localruntime.WithLogger(o.log.WithName("local-runtime")), localruntime.WithWorkDir(filepath.Join(p.workDir, "runtime")))
 	if err := p.step("local operator runtime", func() error { return p.runtime.Start(context.WithoutCancel(ctx)) }); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,149 @@
+package localruntime
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
+)
+
+// child runs an operator's own binary, unchanged, as a child process: what a kubelet gives a container
+// and a scaffolded main relies on, as far as one machine without a container runtime can give it.
+//
+//   - argv: the container's command (its first element, the path inside the image, replaced by the
+//     binary) and args, $(VAR) expanded; bind addresses in them move to free loopback ports (ports.go).
+//   - env: the container's env and nothing of the test process's, plus what the kubelet adds
+//     (KUBERNETES_SERVICE_HOST/PORT for the API server, HOSTNAME) and a default PATH.
+//   - identity: the ServiceAccount token the kubelet would mount, requested from the API server, so
+//     rest.InClusterConfig works and RBAC applies as it does to the pod.
+//   - files: every volume the container mounts, written under the runtime's work dir and bind-mounted
+//     at its mountPath in a private mount namespace (volumes.go), so paths like
+//     /var/run/secrets/kubernetes.io/serviceaccount/namespace (leader election) or
+//     /tmp/k8s-webhook-server/serving-certs are where the binary looks.
+type child struct {
+	rt   *Runtime
+	key  types.NamespacedName
+	w    *workload
+	path string
+}
+
+// stopGrace is how long a stopped operator gets between SIGTERM and SIGKILL (a pod's
+// terminationGracePeriodSeconds, capped: a suite should not wait 30 s for an operator that hangs).
+const stopGrace = 10 * time.Second
+
+func (c *child) run(ctx context.Context, logger logr.Logger, ready func(string)) error {
+	dir := filepath.Join(c.rt.podDir(), c.key.Namespace+"_"+c.key.Name)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	mounts, err := c.rt.materialize(ctx, c.w, dir)
+	if err != nil {
+		return err
+	}
+	args, moved, err := moveBindAddresses(c.w.args)
+	if err != nil {
+		return err
+	}
+	probeAddr := ""
+	if c.w.readiness != nil {
+		port, err := c.w.readiness.portIn(c.w.container)
+		if err != nil {
+			return err
+		}
+		if probeAddr = moved[port]; probeAddr == "" {
+			probeAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		}
+	}
+	env, err := c.env()
+	if err != nil {
+		return err
+	}
+	spec := process.Spec{Name: "operator " + c.key.String(), Path: c.path, Args: args, Env: env, Isolated: true,
+		LogPath: filepath.Join(c.rt.logDir, fmt.Sprintf("%s_%s.log", c.key.Namespace, c.key.Name)), Append: true,
+		Dir: dir}
+	if len(mounts) > 0 {
+		if err := mountNamespaceUsable(); err != nil {
+			return fmt.Errorf("deployment %s mounts %s; running its binary unchanged needs a private mount namespace "+
+				"to put them there, which this machine refused (%w): run as root, register its Main in-process "+
+				"(localruntime.Entrypoint), or use CLEANUP_E2E_PROVIDER=kind", c.key, targets(mounts), err)
+		}
+		spec.Path, spec.Args = "unshare", append([]string{"--mount", "--propagation", "private", "--",
+			"/bin/sh", "-c", mountScript(mounts), c.path}, args...)
+	}
+	logger.Info("starting operator binary", "image", c.w.image, "binary", c.path, "args", strings.Join(args, " "),
+		"serviceAccount", c.w.serviceAccount, "mounts", targets(mounts), "movedPorts", moved)
+	p, err := process.Start(spec)
+	if err != nil {
+		return err
+	}
+	ready(probeAddr)
+	select {
+	case <-p.Exited():
+		return fmt.Errorf("%v; last output: %s", p.Err(), lastLine(spec.LogPath))
+	case <-ctx.Done():
+		return p.Stop(stopGrace)
+	}
+}
+
+// env is the container's env plus what the kubelet adds for every container.
+func (c *child) env() ([]string, error) {
+	u, err := url.Parse(c.rt.admin.Host)
+	if err != nil || u.Hostname() == "" {
+		return nil, fmt.Errorf("the API server address %q: %v", c.rt.admin.Host, err)
+	}
+	vars := map[string]string{
+		"PATH":     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", // an image's usual default
+		"HOME":     "/root",
+		"HOSTNAME": podName(c.w.dep),
+	}
+	for k, v := range c.w.env {
+		vars[k] = v
+	}
+	// Set last, as the kubelet's: what rest.InClusterConfig reads.
+	vars["KUBERNETES_SERVICE_HOST"], vars["KUBERNETES_SERVICE_PORT"] = u.Hostname(), u.Port()
+	vars["KUBERNETES_SERVICE_PORT_HTTPS"], vars["KUBERNETES_PORT"] = u.Port(), "tcp://"+u.Host
+	out := make([]string, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// lastLine is the last non-empty line the binary wrote, for the Deployment's CrashLoopBackOff message.
+func lastLine(path string) string {
+	lines := strings.Split(strings.TrimSpace(process.Tail(path, 5)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return "(none)"
+}
+
+var (
+	mountNSOnce sync.Once
+	mountNSErr  error
+)
+
+// mountNamespaceUsable reports once per process whether util-linux unshare can give a child a private
+// mount namespace here (root, or a kernel and policy that allow it).
+func mountNamespaceUsable() error {
+	mountNSOnce.Do(func() {
+		if out, err := exec.Command("unshare", "--mount", "--propagation", "private", "--", "true").CombinedOutput(); err != nil {
+			mountNSErr = fmt.Errorf("unshare --mount: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+	})
+	return mountNSErr
+}
