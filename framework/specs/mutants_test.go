@@ -3,7 +3,6 @@ package specs_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,54 +52,25 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 	defer func() { _ = env.Stop(context.Background()) }()
 
 	bundle := bundles.Dir("widget-operator", "v0.1.0")
-	cases, err := specs.Cases(specs.OperandCleanupSpecInput{
+	enabled, err := specs.EnabledCase(specs.OperandCleanupSpecInput{
 		Environment: func() cluster.Environment { return env.Environment }, Name: "widget-mutant", BundleDir: bundle,
 		InstallModes: []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeOwnNamespace},
 		Samples:      specs.MustALMExamples(bundle), Reconciled: widget.Reconciled, Finalized: widget.Finalized,
 		LeftoverNamespaces: []string{widget.DefaultRecordsNamespace},
 		// Each failing wait lasts this long; the real operator needs a few seconds.
 		Timeout: 30 * time.Second, LeftoversTimeout: 10 * time.Second,
-	})
+	}, operatorsv1alpha1.InstallModeTypeOwnNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var enabled specs.Case
-	for _, c := range cases {
-		if strings.HasPrefix(c.Name, "removes the operands in the target namespaces") {
-			enabled = c
-		}
-	}
-	if enabled.Run == nil {
-		t.Fatalf("no cleanup-enabled case among %d cases", len(cases))
-	}
-
-	for _, m := range []struct {
-		mutant widget.Mutant
-		want   []string // in the failure; none: the case must pass
-	}{
-		{mutant: ""},
-		{mutant: widget.NeverReconciles, want: []string{"operator should reconcile Widget", "has no " + widget.Finalizer + " finalizer yet"}},
-		{mutant: widget.NeverFinalizes, want: []string{"the operator's finalizer should have cleaned up after Widget", "still exists"}},
-		{mutant: widget.LeaksAnObject, want: []string{"left behind by the installation", "leaked"}},
-	} {
-		name := string(m.mutant)
-		if name == "" {
-			name = "the-real-operator"
-		}
-		t.Run(name, func(t *testing.T) {
-			mutant.Store(m.mutant)
-			failure := specs.FailureOf(ctx, enabled, t.Logf)
-			switch {
-			case len(m.want) == 0 && failure != "":
-				t.Fatalf("the case failed against the real operator: %s", failure)
-			case len(m.want) > 0 && failure == "":
-				t.Fatalf("the case passed against an operator that %s: it does not check what it claims to", m.mutant)
-			}
-			for _, w := range m.want {
-				if !strings.Contains(failure, w) {
-					t.Errorf("the failure does not name the defect (want %q):\n%s", w, failure)
-				}
-			}
-		})
-	}
+	use := func(m widget.Mutant) func() error { return func() error { mutant.Store(m); return nil } }
+	specs.CheckMutants(ctx, t, enabled,
+		specs.Mutant{Use: use("")},
+		specs.Mutant{Name: string(widget.NeverReconciles), Use: use(widget.NeverReconciles),
+			Want: []string{"operator should reconcile Widget", "has no " + widget.Finalizer + " finalizer yet"}},
+		specs.Mutant{Name: string(widget.NeverFinalizes), Use: use(widget.NeverFinalizes),
+			Want: []string{"the operator's finalizer should have cleaned up after Widget", "still exists"}},
+		specs.Mutant{Name: string(widget.LeaksAnObject), Use: use(widget.LeaksAnObject),
+			Want: []string{"left behind by the installation", "leaked"}},
+	)
 }

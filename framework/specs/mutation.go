@@ -3,9 +3,12 @@ package specs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"testing"
 
 	"github.com/onsi/gomega"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 )
 
 // FailureOf runs c in a test of its own and returns why it failed ("" when it passed), after running
@@ -89,4 +92,63 @@ func (t *recordingT) cleanup() {
 			t.undo[i](ctx)
 		}()
 	}
+}
+
+// Mutant is an operator with one defect on purpose, for CheckMutants.
+type Mutant struct {
+	// Name says what the defect is, e.g. "never-reconciles"; "" or "the-real-operator" for none.
+	Name string
+	// Use makes the cluster run this variant from now on (e.g. registers the CSV's image with the
+	// variant's binary or entrypoint).
+	Use func() error
+	// Want are texts the case's failure must contain, so that it names the defect. None: the case must
+	// pass (the real operator).
+	Want []string
+}
+
+// CheckMutants runs c against each mutant in turn (a subtest each): it must fail naming the defect
+// against every mutant with Want and pass against one without.
+func CheckMutants(ctx context.Context, t *testing.T, c Case, mutants ...Mutant) {
+	for _, m := range mutants {
+		name := m.Name
+		if name == "" {
+			name = "the-real-operator"
+		}
+		t.Run(name, func(t *testing.T) {
+			if err := m.Use(); err != nil {
+				t.Fatalf("switch to %s: %v", name, err)
+			}
+			failure := FailureOf(ctx, c, t.Logf)
+			switch {
+			case len(m.Want) == 0 && failure != "":
+				t.Fatalf("the case %q failed against %s: %s", c.Name, name, failure)
+			case len(m.Want) > 0 && failure == "":
+				t.Fatalf("the case %q passed against an operator that %s: it does not check what it claims to", c.Name, name)
+			}
+			if failure != "" {
+				t.Logf("failed as it should, saying: %s", failure)
+			}
+			for _, w := range m.Want {
+				if !strings.Contains(failure, w) {
+					t.Errorf("the failure does not name the defect (want %q):\n%s", w, failure)
+				}
+			}
+		})
+	}
+}
+
+// EnabledCase is the cleanup-enabled case of in for mode (the one mutation checks run: it reconciles,
+// finalizes and checks for leftovers).
+func EnabledCase(in OperandCleanupSpecInput, mode operatorsv1alpha1.InstallModeType) (Case, error) {
+	cases, err := Cases(in)
+	if err != nil {
+		return Case{}, err
+	}
+	for _, c := range cases {
+		if c.Mode == mode && strings.HasPrefix(c.Name, enabledCaseName) {
+			return c, nil
+		}
+	}
+	return Case{}, fmt.Errorf("no cleanup-enabled case in %s mode among the %d cases of %s (OperandCleanupSpecInput.InstallModes?)",
+		mode, len(cases), in.Name)
 }

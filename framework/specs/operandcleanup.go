@@ -193,6 +193,9 @@ func timed(cases []Case) []Case {
 	return cases
 }
 
+// enabledCaseName starts the name of each cleanup-enabled case (EnabledCase finds them by it).
+const enabledCaseName = "removes the operands in the target namespaces"
+
 // enabledCases: per install mode, cleanup removes the operands it watches, leaves the others, and the
 // operator leaves nothing else behind (framework/leftovers). in has its defaults.
 func enabledCases(in OperandCleanupSpecInput) []Case {
@@ -202,7 +205,7 @@ func enabledCases(in OperandCleanupSpecInput) []Case {
 		if !in.SkipLeftoversCheck {
 			labels = append(labels, "leftovers")
 		}
-		cases = append(cases, Case{Name: fmt.Sprintf("removes the operands in the target namespaces and nothing else [%s]", mode),
+		cases = append(cases, Case{Name: fmt.Sprintf(enabledCaseName+" and nothing else [%s]", mode),
 			Mode: mode, Labels: labels,
 			Run: func(ctx context.Context, t T) {
 				r := NewInstallationFor(ctx, t, in, mode)

@@ -1,0 +1,77 @@
+// Package mutants proves that the uninstall checks of test/uninstall catch a broken memcached-operator:
+// variants of its own source with one defect each (framework/mutate) must each fail the
+// cleanup-enabled case with a message naming the defect, and the real operator must pass.
+package mutants
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/mutate"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
+
+	cachev1alpha1 "example.com/memcached-operator/api/v1alpha1"
+	"example.com/memcached-operator/test/uninstall"
+)
+
+const controller = "internal/controller/memcached_controller.go"
+
+func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	registry := localruntime.NewRegistry()
+	in := uninstall.Cluster()
+	in.Provider, in.Log, in.Registry = "envtest", testr.New(t), registry // binaries only run on envtest
+	in.Schemes = []func(*runtime.Scheme) error{cachev1alpha1.AddToScheme}
+	env, err := testenv.Start(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop(context.Background()) }()
+
+	spec := uninstall.Spec(func() cluster.Environment { return env.Environment })
+	spec.Timeout, spec.LeftoversTimeout = 30*time.Second, 10*time.Second // a mutant's failing wait lasts this long
+	enabled, err := specs.EnabledCase(spec, operatorsv1alpha1.InstallModeTypeAllNamespaces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	variant := func(name string, edits ...mutate.Edit) func() error {
+		return func() error {
+			dir := filepath.Join(t.TempDir(), name)
+			if err := mutate.Module("../..", dir, edits...); err != nil {
+				return err
+			}
+			registry.RegisterBinary(uninstall.Image, localruntime.Binary{Package: "./cmd", Dir: dir})
+			return nil
+		}
+	}
+	specs.CheckMutants(ctx, t, enabled,
+		specs.Mutant{Use: variant("real")},
+		// The image name read from an env var the Deployment does not set: the finalizer is added, no
+		// Deployment is ever made.
+		specs.Mutant{Name: "never-reconciles", Use: variant("never-reconciles", mutate.Edit{File: controller,
+			Old: `os.LookupEnv("MEMCACHED_IMAGE")`, New: `os.LookupEnv("MEMCACHED_IMAGE_TYPO")`}),
+			Want: []string{"operator should reconcile Memcached", "no Deployment in namespace"}},
+		// The finalizer removes itself without removing the sample's ClusterRole.
+		specs.Mutant{Name: "never-finalizes", Use: variant("never-finalizes", mutate.Edit{File: controller,
+			Old: `if err := r.deleteViewerRole(ctx, memcached); err != nil {`, New: `if err := error(nil); err != nil {`}),
+			Want: []string{"ClusterRole memcached-", "-viewer still exists", "should have removed it"}},
+		// A second ClusterRole per sample that nothing removes.
+		specs.Mutant{Name: "leaks-an-object", Use: variant("leaks-an-object", mutate.Edit{File: controller,
+			Old: `	if err := r.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {`,
+			New: `	leaked := role.DeepCopy()
+	leaked.Name += "-leaked"
+	_ = r.Create(ctx, leaked)
+	if err := r.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {`}),
+			Want: []string{"left behind by the installation", "-viewer-leaked"}},
+	)
+}

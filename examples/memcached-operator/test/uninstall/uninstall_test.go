@@ -1,0 +1,13 @@
+package uninstall
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
+)
+
+func TestUninstall(t *testing.T) { suite.RunSpecs(t, "memcached-operator uninstall") }
+
+var _ = specs.OperandCleanupSpec(context.Background(), Spec(suite.Environment(Cluster())))
