@@ -18,6 +18,8 @@
 #   cleanup-e2e.local/operand-cleanup:v0.1.0, cleanup-e2e.local/payload-applier:v0.1.0
 #   cleanup-e2e.local/smoke-operator:v0.0.1  e2e/smoke's test binary, which runs the smoke operator
 #                                          when CLEANUP_E2E_SMOKE_OPERATOR=1 (set in the image)
+#   example.com/memcached-operator:v0.0.1  examples/memcached-operator's manager at /manager (what its
+#                                          own `make docker-build` would make)
 # Non-root images use numeric users (no user database in scratch): 65532, OLM's images 1001 like upstream.
 #
 # Cached: Go builds are incremental, and an image is rebuilt only when the hash of its build context
@@ -33,6 +35,7 @@ CATALOG_IMAGE=fixtures.local/catalog:v0.1.0
 OPERAND_CLEANUP_IMAGE=cleanup-e2e.local/operand-cleanup:v0.1.0
 PAYLOAD_APPLIER_IMAGE=cleanup-e2e.local/payload-applier:v0.1.0
 SMOKE_IMAGE=cleanup-e2e.local/smoke-operator:v0.0.1
+MEMCACHED_IMAGE=example.com/memcached-operator:v0.0.1
 NONROOT=65532
 
 IMG_CACHE=$CACHE_DIR/images
@@ -105,6 +108,9 @@ step "go build cp, fixture-operator, operand-cleanup, payload-applier" bash -c "
   gobuild fixture-operator ./cmd/fixture-operator
   gobuild operand-cleanup ./cmd/operand-cleanup
   gobuild payload-applier ./cmd/payload-applier"
+# The example operator's own build (its Dockerfile's `go build -a -o manager cmd/main.go`, from its module).
+step "go build examples/memcached-operator/cmd (the example operator's manager)" \
+  env CGO_ENABLED=0 go build -C examples/memcached-operator -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/memcached-manager" ./cmd
 step "go test -c ./e2e/smoke (the smoke operator's binary)" \
   env CGO_ENABLED=0 go test -c -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/smoke.test" ./e2e/smoke
 
@@ -183,6 +189,18 @@ ENTRYPOINT ["/$name"]
 EOF
   build_image "$image" "$ctx"
 done
+
+# The example operator, laid out as its kubebuilder Dockerfile lays it out (distroless: /manager, user
+# 65532); a FROM-scratch image because nothing can be pulled here.
+ctx=$(stage memcached-operator)
+link "$GOBIN_DIR/memcached-manager" "$ctx/manager"
+cat > "$ctx/Dockerfile" <<EOF
+FROM scratch
+COPY manager /manager
+USER $NONROOT:$NONROOT
+ENTRYPOINT ["/manager"]
+EOF
+build_image "$MEMCACHED_IMAGE" "$ctx"
 
 # /tmp: the test binary links controller-runtime's envtest, whose init creates a directory under /tmp.
 ctx=$(stage smoke-operator)
