@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
@@ -28,6 +29,7 @@ const controller = "internal/controller/memcached_controller.go"
 func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	ctrllog.SetLogger(testr.New(t)) // the framework's clients log through controller-runtime
 	registry := localruntime.NewRegistry()
 	in := uninstall.Cluster()
 	in.Provider, in.Log, in.Registry = "envtest", testr.New(t), registry // binaries only run on envtest
@@ -50,8 +52,10 @@ func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
 			if err := mutate.Module("../..", dir, edits...); err != nil {
 				return err
 			}
+			// Built here, before the case's clock starts (the runtime would build it when the
+			// Deployment appears, inside the install's wait).
 			registry.RegisterBinary(uninstall.Image, localruntime.Binary{Package: "./cmd", Dir: dir})
-			return nil
+			return registry.BuildBinaries(ctx, filepath.Join(dir, "bin"), testr.New(t))
 		}
 	}
 	specs.CheckMutants(ctx, t, enabled,
