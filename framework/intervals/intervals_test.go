@@ -18,6 +18,9 @@ func TestScaleMultipliesEveryTimeout(t *testing.T) {
 	if got := Or(10*time.Second, Leftovers); got != 10*time.Second {
 		t.Fatalf("an explicit timeout must not be scaled: %v", got)
 	}
+	if got := Scaled(10 * time.Second); got != 25*time.Second {
+		t.Fatalf("Scaled(10s) at 2.5: %v, want 25s", got)
+	}
 	for n, d := range All() {
 		if d <= 0 {
 			t.Errorf("%s: %v", n, d)

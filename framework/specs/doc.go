@@ -9,6 +9,12 @@
 //
 // The specs check behaviour, not an implementation: the finalizer, phase, reason and message they
 // expect are the ones the operand-cleanup enhancement and operator-framework/api define.
+//
+// What a spec leaves: nothing of its own. When it ends it uninstalls what it installed and releases
+// the samples it created (by their UIDs): a sample still there is deleted, and the finalizers its
+// uninstalled operator left on it are removed, since no one is left to run them (release.go). It never
+// touches an object it did not create, so on a shared cluster the specs leave neither Terminating
+// namespaces nor undeletable CRDs behind.
 package specs
 
 import (

@@ -218,8 +218,9 @@ func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.U
 	}
 }
 
-// forceUninstall runs at the end of a spec: aborts a cleanup still going, releases held operands and
-// removes the CSV, so namespaces can be deleted.
+// forceUninstall runs at the end of a spec: aborts a cleanup still going, releases held operands,
+// removes the CSV, then releases the spec's own samples (operands.release), so namespaces and CRDs
+// can be deleted.
 func (r *Installation) forceUninstall(ctx context.Context) {
 	if r.ops != nil {
 		for _, o := range r.ops.items {
@@ -228,15 +229,16 @@ func (r *Installation) forceUninstall(ctx context.Context) {
 			}
 		}
 	}
-	csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
-	if err != nil {
-		return
+	if csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name); err == nil {
+		csv.Spec.Cleanup.Enabled = false
+		_ = r.c.Update(ctx, csv)
+		_ = r.c.Delete(ctx, csv, client.PropagationPolicy("Background"), &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		// A global operator left behind would copy its CSV into the next specs' namespaces.
+		_ = olm.WaitForCSVGone(ctx, r.c, client.ObjectKeyFromObject(csv), time.Minute)
 	}
-	csv.Spec.Cleanup.Enabled = false
-	_ = r.c.Update(ctx, csv)
-	_ = r.c.Delete(ctx, csv, client.PropagationPolicy("Background"), &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-	// A global operator left behind would copy its CSV into the next specs' namespaces.
-	_ = olm.WaitForCSVGone(ctx, r.c, client.ObjectKeyFromObject(csv), time.Minute)
+	if r.ops != nil {
+		r.ops.release(ctx, r.t.Logf)
+	}
 }
 
 func joinNames(ns []string) string {

@@ -21,7 +21,7 @@ func TestStopAndStartOLM(t *testing.T) {
 	// A client whose rate limiter makes a read wait longer than the probe window (as a loaded machine's
 	// did): the check must wait for OLM's answer, not report the limiter's refusal as an error.
 	slowCfg := rest.CopyConfig(p.RESTConfig())
-	slowCfg.QPS, slowCfg.Burst = 0.1, 1 // one read per 10 s: longer than the 5 s window
+	slowCfg.QPS, slowCfg.Burst = 0.15, 1 // one read per 6.7 s: longer than the 5 s window
 	slow, err := kube.NewClient(slowCfg, kube.MustScheme())
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/mutate"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
@@ -41,7 +42,7 @@ func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
 	defer func() { _ = env.Stop(context.Background()) }()
 
 	spec := uninstall.Spec(func() cluster.Environment { return env.Environment })
-	spec.Timeout, spec.LeftoversTimeout = 30*time.Second, 10*time.Second // a mutant's failing wait lasts this long
+	spec.Timeout, spec.LeftoversTimeout = intervals.Scaled(15*time.Second), intervals.Scaled(10*time.Second) // a mutant's failing wait lasts this long
 	enabled, err := specs.EnabledCase(spec, operatorsv1alpha1.InstallModeTypeAllNamespaces)
 	if err != nil {
 		t.Fatal(err)
