@@ -18,9 +18,11 @@ examples_log="$ARTIFACTS/examples.log"
 bash "$REPO_ROOT/scripts/test-examples.sh" >"$examples_log" 2>&1 &
 examples_pid=$!
 # One go test run over unit tests and the Ginkgo suites, so `go test -p` overlaps the long suites with
-# the unit tests (suite.RunSpecs randomizes specs and reads GINKGO_LABEL_FILTER).
-step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER" "${gotestsum[@]}" \
-  --junitfile "$ARTIFACTS/junit-unit.xml" -- -count=1 -timeout 60m ./... || rc=1
+# the unit tests (suite.RunSpecs randomizes specs and reads GINKGO_LABEL_FILTER). Four test binaries at
+# once on 2 cores: they mostly wait on their control planes (≈ 1.2 cores busy with go's default of 2);
+# measured warm on 2026-11-24, 271 s instead of 340 s for the go test run, 4m31 instead of 5m41 in all.
+step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p ${TEST_PARALLEL:=4})" "${gotestsum[@]}" \
+  --junitfile "$ARTIFACTS/junit-unit.xml" -- -count=1 -p "$TEST_PARALLEL" -timeout 60m ./... || rc=1
 wait "$examples_pid" || rc=1
 cat "$examples_log"
 # Ginkgo suites write one JUnit testcase per spec (framework/suite.RunSpecs); count those rather than

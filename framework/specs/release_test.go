@@ -50,4 +50,3 @@ func sample(name, uid string) *unstructured.Unstructured {
 	u.SetFinalizers([]string{"example.com/operator-finalizer"})
 	return u
 }
-
