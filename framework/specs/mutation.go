@@ -118,7 +118,9 @@ func CheckMutants(ctx context.Context, t *testing.T, c Case, mutants ...Mutant) 
 			if err := m.Use(); err != nil {
 				t.Fatalf("switch to %s: %v", name, err)
 			}
-			failure := FailureOf(ctx, c, t.Logf)
+			run := c // named after the mutant: a failure on purpose leaves artifacts that say so
+			run.Name = "mutant " + name + ": " + c.Name
+			failure := FailureOf(ctx, run, t.Logf)
 			switch {
 			case len(m.Want) == 0 && failure != "":
 				t.Fatalf("the case %q failed against %s: %s", c.Name, name, failure)
