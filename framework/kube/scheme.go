@@ -34,7 +34,19 @@ func MustScheme(adders ...func(*runtime.Scheme) error) *runtime.Scheme {
 	return s
 }
 
-// NewClient returns a controller-runtime client for cfg with the given scheme.
+// NewClient returns a controller-runtime client for ClientConfig(cfg) with the given scheme.
 func NewClient(cfg *rest.Config, s *runtime.Scheme) (client.Client, error) {
-	return client.New(rest.CopyConfig(cfg), client.Options{Scheme: s})
+	return client.New(ClientConfig(cfg), client.Options{Scheme: s})
+}
+
+// ClientConfig is a copy of cfg for the framework's clients: a config without rate limits gets 50 QPS
+// and a burst of 100 instead of client-go's 5 and 10. A kind kubeconfig sets none, and at 5 QPS a spec
+// that releases 70 samples one by one took 74 s on kind against 7 s on envtest (whose config sets its
+// own). A limit set by the caller is kept.
+func ClientConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	return cfg
 }

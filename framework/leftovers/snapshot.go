@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
 // Object is the metadata of one object in a snapshot.
@@ -119,14 +121,11 @@ type Snapshotter struct {
 	Workers int
 }
 
-// NewSnapshotter builds metadata and discovery clients for cfg (not mutated). A config without rate
-// limits gets 50 QPS / burst 100, so a snapshot of a few namespaces takes a second, not a minute.
-// skip adds resources to SkippedResources ("resource.group").
+// NewSnapshotter builds metadata and discovery clients for kube.ClientConfig(cfg) (cfg is not
+// mutated; its rate limits, when unset, allow a snapshot of a few namespaces in a second, not a
+// minute). skip adds resources to SkippedResources ("resource.group").
 func NewSnapshotter(cfg *rest.Config, skip ...string) (*Snapshotter, error) {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 && cfg.RateLimiter == nil {
-		cfg.QPS, cfg.Burst = 50, 100
-	}
+	cfg = kube.ClientConfig(cfg)
 	md, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
