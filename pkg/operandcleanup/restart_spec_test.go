@@ -8,10 +8,33 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
 )
 
 var _ = Describe("controller restarts", func() {
+	It("starts acting only once it leads, and then at once, when a stopped controller left the Lease held", func() {
+		restartController(func() {
+			// What a controller stopped in the middle of acquiring the Lease leaves (its update applied,
+			// its answer cancelled): a holder that will never renew. The next one must wait it out.
+			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: operandcleanupconfig.Namespace, Name: leaseName}}
+			_, err := controllerutil.CreateOrUpdate(ctx, tenv.admin, lease, func() error {
+				lease.Spec.HolderIdentity = ptrTo("stopped-while-acquiring")
+				lease.Spec.LeaseDurationSeconds = ptrTo[int32](5)
+				lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+				return nil
+			})
+			Expect(err).NotTo(HaveOccurred())
+		})
+		// restartController returned once the new controller leads: it reacts within the specs' windows.
+		ns := newNamespace("lease")
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
+		Eventually(csvFinalizers(keyOf(csv))).WithTimeout(3 * time.Second).Should(ContainElement(Finalizer))
+	})
+
 	It("finishes a cleanup that was pending when the controller stopped", func() {
 		ns := newNamespace("restart")
 		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))

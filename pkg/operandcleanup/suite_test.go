@@ -9,7 +9,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
@@ -71,10 +74,34 @@ func startSuiteController() {
 
 // restartController stops the suite's controller, runs between (the cluster changes while it is down)
 // and starts it again.
+//
+// It returns once the new controller leads. A controller stopped while it was acquiring the Lease can
+// leave it held by a holder that will never renew (its update reached the API server, its answer was
+// cancelled: seen under stress-ng), and the new one then waits out the Lease's 15 s — as a restarted
+// pod would. That wait is leader election's, not the controller's: counted in the specs' windows it
+// made the randomized lifecycle spec report a hand-over that came late (a make test run under
+// stress-ng, 2026-11-24).
 func restartController(between func()) {
 	Expect(ctrlUnderTest.stop()).To(Succeed())
 	between()
+	left := leaseHolder() // "" when the stopped controller released the Lease
 	startSuiteController()
+	Eventually(leaseHolder).WithTimeout(time.Minute).ShouldNot(BeElementOf("", left),
+		"the restarted controller should lead: Lease %s/%s is still held by %q, or by nobody", operandcleanupconfig.Namespace, leaseName, left)
+}
+
+// leaseName is the controller's leader-election Lease (its --leader-election-id default).
+const leaseName = "operand-cleanup.operatorframework.io"
+
+// leaseHolder is the Lease's holder ("" when released or not created yet).
+func leaseHolder() string {
+	lease := &coordinationv1.Lease{}
+	err := tenv.admin.Get(ctx, types.NamespacedName{Namespace: operandcleanupconfig.Namespace, Name: leaseName}, lease)
+	if apierrors.IsNotFound(err) || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return *lease.Spec.HolderIdentity
 }
 
 // newNamespace creates a uniquely named namespace (envtest has no namespace controller, so they are
