@@ -19,6 +19,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
+// DefaultLeaderElectionID is the leader-election Lease's name unless --leader-election-id says otherwise.
+const DefaultLeaderElectionID = "operand-cleanup.operatorframework.io"
+
 // Flags are the command-line settings of Main.
 type Flags struct {
 	MetricsBindAddress     string
@@ -43,7 +46,7 @@ func ParseFlags(args []string, getenv func(string) string) (*Flags, error) {
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables it)`)
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "use leader election (needed when running more than one replica)")
-	fs.StringVar(&f.LeaderElectionID, "leader-election-id", "operand-cleanup.operatorframework.io", "name of the leader-election Lease")
+	fs.StringVar(&f.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader-election Lease")
 	fs.StringVar(&f.LeaderElectionNS, "leader-election-namespace", getenv("POD_NAMESPACE"), "namespace of the leader-election Lease")
 	fs.Float64Var(&f.KubeAPIQPS, "kube-api-qps", 50, "client-side QPS limit towards the API server (<0: none)")
 	fs.IntVar(&f.KubeAPIBurst, "kube-api-burst", 100, "client-side burst towards the API server")

@@ -90,17 +90,20 @@ func restartController(between func()) {
 		"the restarted controller should lead: Lease %s/%s is still held by %q, or by nobody", operandcleanupconfig.Namespace, leaseName, left)
 }
 
-// leaseName is the controller's leader-election Lease (its --leader-election-id default).
-const leaseName = "operand-cleanup.operatorframework.io"
+// leaseName is the suite controller's leader-election Lease (suiteArgs keep the default id).
+const leaseName = DefaultLeaderElectionID
 
 // leaseHolder is the Lease's holder ("" when released or not created yet).
 func leaseHolder() string {
 	lease := &coordinationv1.Lease{}
 	err := tenv.admin.Get(ctx, types.NamespacedName{Namespace: operandcleanupconfig.Namespace, Name: leaseName}, lease)
-	if apierrors.IsNotFound(err) || lease.Spec.HolderIdentity == nil {
+	if apierrors.IsNotFound(err) {
 		return ""
 	}
 	Expect(err).NotTo(HaveOccurred())
+	if lease.Spec.HolderIdentity == nil {
+		return ""
+	}
 	return *lease.Spec.HolderIdentity
 }
 
