@@ -16,8 +16,12 @@
 //	uninstall-requested  the CSV deleted
 //	operands-gone        cleanup removed the operands and the finalizers did their job
 //	csv-gone             the CSV, the operator's Deployment and its pods gone
+//	quiet                a window in which the spec watches that nothing happens (operands kept, no
+//	                     cleanup finalizer without the opt-in: intervals.Quiet)
 //	leftovers-check      the "after" snapshot diffed until clean
 //	case                 the whole case, from its first step to its last
+//
+// scripts/budget adds install-to-uninstalled: per spec, the sum of install through csv-gone.
 //
 // Recording never fails a test: a budget that cannot be written is reported on stderr once.
 package budget

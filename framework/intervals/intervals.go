@@ -43,6 +43,10 @@ const (
 	SpecStep Name = "spec-step"
 	// Leftovers: garbage collection and finalizers settling before the leftovers check fails.
 	Leftovers Name = "leftovers"
+	// Quiet: how long a spec watches that something does NOT happen (operands kept after an uninstall,
+	// no cleanup finalizer without the opt-in). It bounds the controller's reaction time, not a
+	// deadline: longer only makes those specs slower, shorter lets a late reaction pass unseen.
+	Quiet Name = "quiet"
 )
 
 var defaults = map[Name]time.Duration{
@@ -57,6 +61,7 @@ var defaults = map[Name]time.Duration{
 	Gone:                2 * time.Minute,
 	SpecStep:            2 * time.Minute,
 	Leftovers:           30 * time.Second,
+	Quiet:               2 * time.Second,
 }
 
 // Get is the timeout of the named wait: its default times Scale().

@@ -3,6 +3,7 @@ package specs
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/onsi/gomega"
@@ -19,6 +20,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -69,7 +71,9 @@ func (r *Installation) phase(name string) func() {
 // install installs the bundle (cleanup nil keeps the bundle's spec.cleanup) and checks the finalizer
 // follows the opt-in.
 func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *bool) {
-	defer r.phase("install")()
+	// The quiet window of an opt-out is timed as its own phase, not as part of the install.
+	endInstall := sync.OnceFunc(r.phase("install"))
+	defer endInstall()
 	r.t.Step("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
 	b, err := bundles.Load(bundleDir)
 	r.g.Expect(err).NotTo(HaveOccurred())
@@ -82,7 +86,12 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 	r.t.Cleanup(r.forceUninstall)
 	// Registered after forceUninstall, so it runs before it: artifacts show the state that failed.
 	r.t.Cleanup(func(ctx context.Context) { CollectOnFailure(ctx, r.t, r.in.Environment, r.all...) })
-	r.ExpectCleanupFinalizer(ctx, cleanup != nil && *cleanup)
+	optedIn := cleanup != nil && *cleanup
+	r.waitCleanupFinalizer(ctx, optedIn)
+	endInstall()
+	if !optedIn {
+		r.expectNoCleanupFinalizerAdded(ctx)
+	}
 }
 
 func (r *Installation) targetsForInstall() []string {
@@ -92,17 +101,33 @@ func (r *Installation) targetsForInstall() []string {
 	return r.l.targets
 }
 
-// expectCleanupFinalizer: with the opt-in the finalizer appears; without it, it never does.
+// ExpectCleanupFinalizer: with the opt-in the finalizer appears; without it, it goes (or never comes)
+// and is not added during the quiet window.
 func (r *Installation) ExpectCleanupFinalizer(ctx context.Context, want bool) {
-	get := func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	r.waitCleanupFinalizer(ctx, want)
+	if !want {
+		r.expectNoCleanupFinalizerAdded(ctx)
+	}
+}
+
+func (r *Installation) getCSV(ctx context.Context) func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	return func() (*operatorsv1alpha1.ClusterServiceVersion, error) {
 		return olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 	}
-	if want {
-		r.g.Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.HaveFinalizer(CleanupFinalizer))
-		return
+}
+
+func (r *Installation) waitCleanupFinalizer(ctx context.Context, want bool) {
+	has := matchers.HaveFinalizer(CleanupFinalizer)
+	if !want {
+		has = Not(has)
 	}
-	r.g.Eventually(get).WithContext(ctx).WithTimeout(r.in.Timeout).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
-	r.g.Consistently(get).WithContext(ctx).WithTimeout(3 * time.Second).ShouldNot(matchers.HaveFinalizer(CleanupFinalizer))
+	r.g.Eventually(r.getCSV(ctx)).WithContext(ctx).WithTimeout(r.in.Timeout).Should(has)
+}
+
+func (r *Installation) expectNoCleanupFinalizerAdded(ctx context.Context) {
+	defer r.phase("quiet")()
+	r.g.Consistently(r.getCSV(ctx)).WithContext(ctx).WithTimeout(intervals.Get(intervals.Quiet)).
+		ShouldNot(matchers.HaveFinalizer(CleanupFinalizer), "without the opt-in the cleanup finalizer must not be added")
 }
 
 func (r *Installation) SetCleanup(ctx context.Context, enabled bool) {
@@ -197,9 +222,10 @@ func (r *Installation) podsOf(ctx context.Context, selector *metav1.LabelSelecto
 
 // expectKept checks the operands still exist, and stay for a moment (cleanup does not come late).
 func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unstructured) {
+	defer r.phase("quiet")()
 	want := len(objs)
 	r.g.Consistently(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
-		WithTimeout(2*time.Second).Should(HaveLen(want), "operands that must be kept: %s", names(objs))
+		WithTimeout(intervals.Get(intervals.Quiet)).Should(HaveLen(want), "operands that must be kept: %s", names(objs))
 }
 
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.

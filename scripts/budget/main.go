@@ -23,7 +23,15 @@ import (
 
 // order is the phases in the order a spec goes through them (framework/budget); others sort after.
 var order = []string{"provider-ready", "stack-ready", "namespaces", "snapshot", "install", "operands-reconciled",
-	"uninstall-requested", "operands-gone", "csv-gone", "leftovers-check", "case"}
+	"uninstall-requested", "operands-gone", "csv-gone", "quiet", "leftovers-check", "case", installToUninstalled}
+
+// installToUninstalled is a derived row: per spec that installed and uninstalled an operator, the sum of
+// its install, operands-reconciled, uninstall-requested, operands-gone and csv-gone phases. It is the
+// lifecycle's own time, without the set-up, the leftovers check and the quiet windows in which a spec
+// watches that nothing happens (issue 16's "install to uninstalled").
+const installToUninstalled = "install-to-uninstalled"
+
+var lifecyclePhases = []string{"install", "operands-reconciled", "uninstall-requested", "operands-gone", "csv-gone"}
 
 // Phase is one row of the summary.
 type Phase struct {
@@ -48,7 +56,7 @@ func main() {
 		fmt.Printf("time budget: %v\n", err)
 		return
 	}
-	phases := summarize(entries)
+	phases := summarize(append(entries, derive(entries)...))
 	printTable(os.Stdout, phases)
 	if err := write(filepath.Join(dir, "summary.json"), phases); err != nil {
 		fmt.Printf("time budget: %v\n", err)
@@ -108,6 +116,42 @@ func summarize(entries []budget.Entry) []Phase {
 		}
 		return out[i].Phase < out[j].Phase
 	})
+	return out
+}
+
+// derive adds one installToUninstalled entry per spec that has both an install and a csv-gone phase
+// (an upgrade spec installs twice: every lifecycle phase of the spec counts).
+func derive(entries []budget.Entry) []budget.Entry {
+	type acc struct {
+		e                  budget.Entry
+		installed, removed bool
+	}
+	by := map[string]*acc{}
+	var specs []string
+	for _, e := range entries {
+		if !slices.Contains(lifecyclePhases, e.Phase) {
+			continue
+		}
+		a := by[e.Spec]
+		if a == nil {
+			a = &acc{e: budget.Entry{Spec: e.Spec, Phase: installToUninstalled, Start: e.Start}}
+			by[e.Spec] = a
+			specs = append(specs, e.Spec)
+		}
+		a.e.Seconds += e.Seconds
+		a.e.Failed = a.e.Failed || e.Failed
+		if e.Start.Before(a.e.Start) {
+			a.e.Start = e.Start
+		}
+		a.installed = a.installed || e.Phase == "install"
+		a.removed = a.removed || e.Phase == "csv-gone"
+	}
+	var out []budget.Entry
+	for _, s := range specs {
+		if a := by[s]; a.installed && a.removed {
+			out = append(out, a.e)
+		}
+	}
 	return out
 }
 

@@ -34,17 +34,20 @@ func TestSummaryPerPhaseInSpecOrderWithMedianAndSlowest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	phases := summarize(entries)
+	phases := summarize(append(entries, derive(entries)...))
 	var names []string
 	for _, p := range phases {
 		names = append(names, p.Phase)
 	}
-	if strings.Join(names, ",") != "provider-ready,install,csv-gone" {
+	if strings.Join(names, ",") != "provider-ready,install,csv-gone,install-to-uninstalled" {
 		t.Fatalf("phases %v, want the order a spec goes through them", names)
 	}
 	inst := phases[1]
 	if inst.Count != 3 || inst.Failed != 1 || inst.Median != 4 || inst.Max != 9 || inst.Slowest != "c" {
 		t.Fatalf("install %+v", inst)
+	}
+	if d := phases[3]; d.Count != 1 || d.Max != 3 || d.Slowest != "a" {
+		t.Fatalf("install-to-uninstalled %+v: want spec a only (b and c never removed their CSV), 2 s + 1 s", d)
 	}
 	var out bytes.Buffer
 	printTable(&out, phases)
@@ -59,7 +62,7 @@ func TestSummaryPerPhaseInSpecOrderWithMedianAndSlowest(t *testing.T) {
 		Phases    []Phase
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err := json.Unmarshal(data, &got); err != nil || len(got.Phases) != 3 {
+	if err := json.Unmarshal(data, &got); err != nil || len(got.Phases) != 4 {
 		t.Fatalf("summary.json %s: %v", data, err)
 	}
 }
@@ -74,5 +77,19 @@ func TestMedianOfAnEvenCount(t *testing.T) {
 	es := []budget.Entry{{Seconds: 1}, {Seconds: 3}}
 	if m := quantile(es, 0.5); m != 2 {
 		t.Fatalf("median %v, want 2", m)
+	}
+}
+
+func TestInstallToUninstalledSumsTheLifecycleNotTheQuietWindows(t *testing.T) {
+	es := []budget.Entry{
+		{Spec: "up", Phase: "install", Seconds: 1}, {Spec: "up", Phase: "install", Seconds: 1.5},
+		{Spec: "up", Phase: "operands-reconciled", Seconds: 0.5}, {Spec: "up", Phase: "uninstall-requested", Seconds: 0.1},
+		{Spec: "up", Phase: "operands-gone", Seconds: 0.4}, {Spec: "up", Phase: "csv-gone", Seconds: 0.5},
+		{Spec: "up", Phase: "quiet", Seconds: 2}, {Spec: "up", Phase: "leftovers-check", Seconds: 3},
+		{Spec: "up", Phase: "case", Seconds: 9},
+	}
+	d := derive(es)
+	if len(d) != 1 || d[0].Phase != installToUninstalled || d[0].Seconds != 4 {
+		t.Fatalf("derived %+v: want one entry of 4 s (both installs, reconcile, uninstall, gone, CSV gone)", d)
 	}
 }
