@@ -98,6 +98,7 @@ func benchOperands(e *testEnv, nss []string, prefix string, total int, finalizer
 }
 
 func benchCSV(b *testing.B, e *testEnv, ns, name string, targets []string) types.NamespacedName {
+	benchOperatorDeployment(b, e, ns)
 	c := &v1alpha1.ClusterServiceVersion{}
 	c.Namespace, c.Name = ns, name
 	c.Annotations = map[string]string{targetNamespacesAnno: strings.Join(targets, ",")}
@@ -115,23 +116,43 @@ func benchCSV(b *testing.B, e *testEnv, ns, name string, targets []string) types
 		b.Fatal(err)
 	}
 	key := keyOf(c)
-	waitFor(b, 2*time.Minute, func() bool {
+	waitFor(b, 2*time.Minute, "the controller adds its finalizer to CSV "+key.String(), func() (bool, string) {
 		cur := &v1alpha1.ClusterServiceVersion{}
-		return e.admin.Get(context.Background(), key, cur) == nil && hasFinalizer(cur)
+		if err := e.admin.Get(context.Background(), key, cur); err != nil {
+			return false, errState(err)
+		}
+		return hasFinalizer(cur), fmt.Sprintf("finalizers %v", cur.Finalizers)
 	})
 	return key
 }
 
-func waitFor(b *testing.B, timeout time.Duration, cond func() bool) {
+// benchOperatorDeployment creates the Deployment the bench CSV names, so the controller sees an
+// operator that may still finish (not ReasonOperatorGone).
+func benchOperatorDeployment(b *testing.B, e *testEnv, ns string) {
+	if err := client.IgnoreAlreadyExists(e.admin.Create(context.Background(), newOperatorDeployment(ns))); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it is done; on timeout it fails naming what was awaited and the state cond
+// saw last.
+func waitFor(b *testing.B, timeout time.Duration, what string, cond func() (done bool, state string)) {
 	b.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		done, state := cond()
+		if done {
+			return
+		}
 		if time.Now().After(deadline) {
-			b.Fatalf("condition not met within %s", timeout)
+			b.Fatalf("%s: not reached within %s; last seen: %s", what, timeout, state)
 		}
 		time.Sleep(5 * time.Millisecond) // polling in a benchmark harness, not in a test assertion
 	}
 }
+
+// errState is a poll's state when a read failed.
+func errState(err error) string { return "read failed: " + err.Error() }
 
 // cleanupScales are the sizes BenchmarkCleanup measures: the everyday one and the scale issue 16 asks
 // for (goal there: ratio ≤ 1.15).
@@ -184,9 +205,15 @@ func benchCleanup(b *testing.B, crs, namespaces int) {
 		}); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, 10*time.Minute, func() bool {
+		waitFor(b, 10*time.Minute, "every directly deleted Widget gone", func() (bool, string) {
 			l := metadataList(widgetKind.gvk())
-			return e.admin.List(bg, l, client.Limit(1)) == nil && len(l.Items) == 0
+			if err := e.admin.List(bg, l, client.Limit(1)); err != nil {
+				return false, errState(err)
+			}
+			if len(l.Items) > 0 {
+				return false, "Widget " + l.Items[0].Namespace + "/" + l.Items[0].Name + " is still there"
+			}
+			return true, ""
 		})
 		directTime += time.Since(start)
 	}
@@ -233,8 +260,11 @@ func benchHeap(b *testing.B, crs int) {
 			b.Fatal(err)
 		}
 		cur := &v1alpha1.ClusterServiceVersion{}
-		waitFor(b, 20*time.Minute, func() bool {
-			return e.admin.Get(bg, key, cur) == nil && strings.HasPrefix(cur.Status.Message, want)
+		waitFor(b, 20*time.Minute, "CSV "+key.String()+" says "+want, func() (bool, string) {
+			if err := e.admin.Get(bg, key, cur); err != nil {
+				return false, errState(err)
+			}
+			return strings.HasPrefix(cur.Status.Message, want), fmt.Sprintf("status message %q", cur.Status.Message)
 		})
 		after := liveHeap()
 		maxDelta, maxTotal = max(maxDelta, int64(after)-int64(before)), max(maxTotal, after)

@@ -200,12 +200,17 @@ func operatorDeployment(ns string) *appsv1.Deployment {
 
 // ensureOperatorDeployment creates the Deployment "operator" in ns unless it exists.
 func ensureOperatorDeployment(ns string) {
+	Expect(client.IgnoreAlreadyExists(tenv.admin.Create(ctx, newOperatorDeployment(ns)))).To(Succeed())
+}
+
+// newOperatorDeployment is the Deployment the test CSVs name (no pods run on a bare API server).
+func newOperatorDeployment(ns string) *appsv1.Deployment {
 	labels := map[string]string{"app": "operator"}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operator"}}
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
 	d.Spec.Template.Labels = labels
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "operator", Image: "fixtures.local/operator:v1"}}
-	Expect(client.IgnoreAlreadyExists(tenv.admin.Create(ctx, d))).To(Succeed())
+	return d
 }
 
 // namespaceEvents returns "reason: note" of the events regarding the Namespace ns (stored in "default").
