@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,6 +270,7 @@ func benchHeap(b *testing.B, crs int) {
 			return strings.HasPrefix(cur.Status.Message, want), fmt.Sprintf("status message %q", cur.Status.Message)
 		})
 		after := liveHeap()
+		writeHeapProfile(b, crs)
 		maxDelta, maxTotal = max(maxDelta, int64(after)-int64(before)), max(maxTotal, after)
 		if raw, err := json.Marshal(cur.Status); err == nil {
 			statusBytes = max(statusBytes, len(raw))
@@ -307,6 +311,23 @@ func waitDeleted(b *testing.B, w watch.Interface) {
 		case <-timeout:
 			b.Fatal("CSV not deleted within 5m")
 		}
+	}
+}
+
+// writeHeapProfile writes the live heap (what the controller holds for a pending cleanup) to
+// $BENCH_HEAP_PROFILE_DIR/heap-<crs>.pprof when that is set: go tool pprof -sample_index=inuse_space.
+func writeHeapProfile(b *testing.B, crs int) {
+	dir := os.Getenv("BENCH_HEAP_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%d.pprof", crs)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -97,6 +97,8 @@ func startTestEnv() (*testEnv, error) {
 	}
 	cfg, err := e.Start()
 	if err != nil {
+		// envtest leaves etcd and kube-apiserver running when a later step of Start (CRDs) fails.
+		_ = e.Stop()
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = -1, 0

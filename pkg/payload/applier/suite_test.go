@@ -43,9 +43,14 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{co}},
+		// A minute, not envtest's 10 s, for the CRD to be served: a deadline that a starved API server
+		// under contention can need.
+		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{co}, MaxTime: time.Minute},
 	}
 	cfg, err = testEnv.Start()
+	if err != nil {
+		_ = testEnv.Stop() // Start leaves etcd and kube-apiserver running when installing the CRD fails
+	}
 	Expect(err).NotTo(HaveOccurred())
 	scheme = applier.NewScheme()
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
