@@ -34,7 +34,7 @@ lint: ## gofmt, go vet, shellcheck over the scripts, actionlint over the workflo
 	@scripts/lint.sh
 
 bench: tools ## benchmarks, printed as ratios measured side by side
-	go test -run '^$$' -bench . -benchtime 1x ./pkg/...
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./pkg/...
 
 clean: ## remove artifacts (keeps the binary cache; rm -rf _cache for a cold start)
 	rm -rf $(ARTIFACTS)
