@@ -134,15 +134,12 @@ func derive(entries []budget.Entry) []budget.Entry {
 		}
 		a := by[e.Spec]
 		if a == nil {
-			a = &acc{e: budget.Entry{Spec: e.Spec, Phase: installToUninstalled, Start: e.Start}}
+			a = &acc{e: budget.Entry{Spec: e.Spec, Phase: installToUninstalled}}
 			by[e.Spec] = a
 			specs = append(specs, e.Spec)
 		}
 		a.e.Seconds += e.Seconds
 		a.e.Failed = a.e.Failed || e.Failed
-		if e.Start.Before(a.e.Start) {
-			a.e.Start = e.Start
-		}
 		a.installed = a.installed || e.Phase == "install"
 		a.removed = a.removed || e.Phase == "csv-gone"
 	}
