@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -61,48 +60,42 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.watches.track(key, p); err != nil {
+	if err := r.watches.track(ctx, key, p); err != nil {
 		return ctrl.Result{}, fmt.Errorf("watching operands: %w", err)
 	}
-	ops, err := r.listOperands(ctx, p)
-	if err != nil {
-		for _, t := range p.types {
-			r.watches.reset(t.gvk.GroupKind())
-		}
+	// A pass that deleted nothing only watches progress: the next one waits as long as it took, so that
+	// re-listing a large cleanup never keeps the API server busy more than half the time.
+	if wait := time.Until(st.nextPass); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	started := time.Now()
+	res, err := r.runPass(ctx, csv, p)
+	var lerr *listError
+	switch {
+	case errors.Is(err, errPlanChanged):
+		st.plan = nil // something changed under us: re-plan from the new state
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case errors.As(err, &lerr):
+		r.watches.reset(lerr.gk)
 		st.plan = nil
 		return ctrl.Result{}, err
+	case err != nil:
+		return ctrl.Result{}, err
 	}
-	var gone map[types.UID]bool
-	if needsDelete(ops) {
-		fresh, ok, err := r.verifyLive(ctx, csv, p)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if !ok {
-			st.plan = nil // something changed under us: re-plan from the new state
-			return ctrl.Result{RequeueAfter: time.Second}, nil
-		}
-		var derr error
-		gone, derr = r.deleteOperands(ctx, fresh, ops)
-		if derr != nil {
-			log.FromContext(ctx).Error(derr, "some operand deletes failed; retrying")
-			err = derr
-		}
+	if res.deleted == 0 {
+		st.nextPass = time.Now().Add(time.Since(started))
 	}
-	pending := ops[:0:0]
-	for _, o := range ops {
-		if !gone[o.uid] {
-			pending = append(pending, o)
-		}
+	if err = res.deleteErr(); err != nil {
+		log.FromContext(ctx).Error(err, "some operand deletes failed; retrying")
 	}
-	metricPending.WithLabelValues(key.Namespace, key.Name).Set(float64(len(pending)))
-	if len(pending) == 0 && err == nil {
+	metricPending.WithLabelValues(key.Namespace, key.Name).Set(float64(res.pending))
+	if res.pending == 0 && err == nil {
 		left, lerr := r.anyOperandLive(ctx, p)
 		if lerr != nil {
 			return ctrl.Result{}, lerr
 		}
 		if left {
-			return ctrl.Result{RequeueAfter: time.Second}, nil // the cache is behind the API server
+			return ctrl.Result{RequeueAfter: time.Second}, nil // created since the pass listed its namespace
 		}
 		note := "operand cleanup completed"
 		if len(p.notes) > 0 {
@@ -110,21 +103,21 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 		}
 		return ctrl.Result{}, r.finish(ctx, csv, "completed", note)
 	}
-	lists, listed := pendingLists(pending, r.opts.MaxPendingListed)
-	msg := waitingMessage(len(pending), listed, p.notes)
+	lists, listed := pendingLists(res.first, r.opts.MaxPendingListed)
+	msg := waitingMessage(res.pending, listed, p.notes)
 	reason := ReasonWaitingOnCleanup
 	if gone, err := r.operatorGone(ctx, csv); err != nil {
 		return ctrl.Result{}, err
 	} else if gone != "" {
 		// Nothing will remove the operands' finalizers: say so where users look (invariant 5).
-		reason, msg = ReasonOperatorGone, operatorGoneMessage(gone, len(pending), listed)
+		reason, msg = ReasonOperatorGone, operatorGoneMessage(gone, res.pending, listed)
 		r.warnOperatorGone(ctx, csv, st, msg)
 	}
 	// The stall clock first (it may resume from the status a previous run wrote), then the status, which
 	// persists it.
 	// No event tells that the operator's Deployment or namespace went away (they are not watched, to keep
 	// the cache small): while operands are pending, look again at least every operatorRecheck.
-	next := min(r.opts.ResyncInterval, r.checkStall(ctx, csv, st, pending), operatorRecheck)
+	next := min(r.opts.ResyncInterval, r.checkStall(ctx, csv, st, res), operatorRecheck)
 	progress := metav1.NewTime(st.stallSince.Truncate(time.Second))
 	wait, serr := r.writeStatus(ctx, csv, st, reason, msg, lists, &progress)
 	if serr != nil && err == nil {
@@ -137,15 +130,6 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
-}
-
-func needsDelete(ops []operand) bool {
-	for _, o := range ops {
-		if !o.deleting {
-			return true
-		}
-	}
-	return false
 }
 
 // planFor returns the CSV's plan, reusing a recent one when the inputs did not change. force rebuilds it

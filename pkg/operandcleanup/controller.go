@@ -27,12 +27,16 @@ import (
 type Reconciler struct {
 	opts     Options
 	client   client.Client // writes (and metadata deletes)
-	cache    cache.Cache   // reads: CSVs (stripped), OperatorGroups, cluster RBAC, operand metadata
-	live     client.Reader // uncached reads: CRDs, re-verification before deletes and completion
+	cache    cache.Cache   // reads: CSVs (stripped), OperatorGroups, cluster RBAC
+	live     client.Reader // uncached reads: operands (pass.go), CRDs, re-verification before deletes
 	recorder recorder.EventRecorder
 
 	watches   *operandWatches
 	deleteSem chan struct{}
+	// A pass's list limit (0: listPageSize) and how old the live verification a page's deletes rely on may
+	// be (0: every page is re-verified); tests make both small.
+	pageSize      int64
+	reverifyEvery time.Duration
 	// sweep carries the held cluster RBAC objects sweepRBAC finds to the controller (mapped to their CSV).
 	sweep chan event.GenericEvent
 
@@ -45,6 +49,8 @@ type csvState struct {
 	plan        *plan
 	planKey     string
 	planExpires time.Time
+	// nextPass throttles passes that only re-list (runCleanup).
+	nextPass time.Time
 
 	stallCount int
 	stallSince time.Time
@@ -63,15 +69,16 @@ type csvState struct {
 func New(mgr manager.Manager, opts Options) *Reconciler {
 	opts = opts.withDefaults()
 	return &Reconciler{
-		opts:      opts,
-		client:    mgr.GetClient(),
-		cache:     mgr.GetCache(),
-		live:      mgr.GetAPIReader(),
-		recorder:  mgr.GetEventRecorder(ControllerName),
-		watches:   newOperandWatches(mgr.GetCache()),
-		deleteSem: make(chan struct{}, opts.DeleteConcurrency),
-		sweep:     make(chan event.GenericEvent),
-		state:     map[types.NamespacedName]*csvState{},
+		opts:          opts,
+		client:        mgr.GetClient(),
+		cache:         mgr.GetCache(),
+		live:          mgr.GetAPIReader(),
+		recorder:      mgr.GetEventRecorder(ControllerName),
+		watches:       newOperandWatches(mgr.GetAPIReader(), nil), // its watcher is made in SetupWithManager
+		deleteSem:     make(chan struct{}, opts.DeleteConcurrency),
+		reverifyEvery: defaultReverifyEvery,
+		sweep:         make(chan event.GenericEvent),
+		state:         map[types.NamespacedName]*csvState{},
 	}
 }
 
@@ -107,13 +114,18 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	for _, obj := range rbacKinds {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant()))
 	}
-	c, err := b.WatchesRawSource(source.Channel(r.sweep, handler.EnqueueRequestsFromMapFunc(mapRBAC))).
+	watcher, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return fmt.Errorf("client for operand watches: %w", err)
+	}
+	r.watches.watcher = watcher
+	_, err = b.WatchesRawSource(source.Channel(r.sweep, handler.EnqueueRequestsFromMapFunc(mapRBAC))).
+		WatchesRawSource(r.watches.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Build(r)
 	if err != nil {
 		return err
 	}
-	r.watches.setController(c)
 	// Leader-only, like the controller: releases RBACFinalizer left on objects whose CSV is gone.
 	return mgr.Add(manager.RunnableFunc(r.sweepRBAC))
 }

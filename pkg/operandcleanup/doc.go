@@ -40,10 +40,10 @@
 //     down) or whose labels no longer name a CSV. No RBAC object is ever created or changed otherwise, so
 //     the controller's ClusterRole needs only get/list/watch/patch on clusterroles/clusterrolebindings
 //     (finalizer-only patches are exempt from the escalation checks): no create, escalate or bind.
-//   - Safety: operands are deleted with a UID precondition; right before a delete pass the CSV, its
-//     successors, targets and owned/required CRDs are re-read from the API server; each object is
-//     re-checked against that plan. The finalizer is removed only after an uncached list confirms that
-//     no operand is left.
+//   - Safety: operands are deleted with a UID precondition; before a page of deletes (at most 1 s
+//     after the previous check) the CSV, its successors, targets and owned/required CRDs are re-read
+//     from the API server; each object is re-checked against that plan. The finalizer is removed only
+//     after a live list confirms that no operand is left.
 //
 // # Safety invariants
 //
@@ -69,8 +69,9 @@
 //  6. RBAC is held only for a CSV that, read live, still wants it (invariant 1's CSV conditions minus the
 //     deletion): a reconcile working from a stale cache never holds the RBAC of a finished cleanup again.
 //
-// The one window left: between the live re-verification and the Delete calls of a pass (milliseconds), a
-// new successor or installation can appear; the pass still deletes what it verified.
+// The one window left: between a live re-verification and the Delete calls that rely on it (at most 1 s
+// of a pass, or one page of 500), a new successor or installation can appear; the pass still deletes what
+// it verified, then stops at the next check.
 //
 // # Decisions where the enhancement and the operator-framework/api types differ (the API wins)
 //
@@ -95,10 +96,13 @@
 //
 // # Scale
 //
-// Operands are never cached as full objects: one metadata-only informer per owned GroupKind runs while at
-// least one cleanup needs it (slimmed to name, namespace, UID, deletionTimestamp, finalizers) and is
-// removed afterwards. Operand create/delete events requeue the CSVs concerned; Options.ResyncInterval is
-// only a backstop. Deletes run concurrently under a controller-wide bound (Options.DeleteConcurrency).
+// Operands are never cached. A cleanup pass (pass.go) lists them live, 500 per page (continue tokens),
+// deletes as it goes, and keeps only the pending count and the first MaxPendingListed pending operands, so
+// the controller's memory does not grow with the number of CRs. While a cleanup needs a GroupKind, one
+// metadata watch of it (watches.go) requeues the CSVs concerned on creates and deletes and stores
+// nothing; Options.ResyncInterval is only a backstop. A pass that deleted nothing waits as long as it took
+// before the next one, so re-listing a large pending cleanup keeps the API server busy at most half the
+// time. Deletes run concurrently under a controller-wide bound (Options.DeleteConcurrency).
 //
 // Stalls: when the pending count has not decreased for Options.StallTimeout (or the CSV's
 // StallTimeoutAnnotation), a CleanupStalled Warning event names the blocking CRs and their finalizers.

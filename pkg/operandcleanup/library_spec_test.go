@@ -31,7 +31,7 @@ var _ = Describe("library constructor", func() {
 			ns := newNamespace("library")
 			csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
 			Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
-			Expect(r.watches.tracked()).To(BeEmpty(), "no operand informer before a cleanup")
+			Expect(r.watches.tracked()).To(BeEmpty(), "no operand watch before a cleanup")
 			widgets := createOperands(widgetKind, ns, "w", 2, testFinalizer)
 			deleteCSV(csv)
 			widgetGK := schema.GroupKind{Group: testGroup, Kind: "Widget"}

@@ -55,7 +55,8 @@ func ParseFlags(args []string, getenv func(string) string) (*Flags, error) {
 	fs.IntVar(&f.Options.DeleteConcurrency, "delete-concurrency", DefaultDeleteConcurrency, "most operand Delete calls in flight")
 	fs.DurationVar(&f.Options.ResyncInterval, "resync-interval", DefaultResyncInterval, "backstop requeue of a CSV whose cleanup is pending")
 	fs.DurationVar(&f.Options.StatusUpdateInterval, "status-update-interval", DefaultStatusUpdateInterval, "minimum time between two status writes of a CSV under cleanup")
-	fs.DurationVar(&f.Options.InformerSyncTimeout, "informer-sync-timeout", DefaultInformerSyncTimeout, "how long to wait for an operand informer to sync")
+	// Accepted so that existing deployments keep starting: operands are listed live, there is no informer to wait for.
+	fs.Duration("informer-sync-timeout", 0, "deprecated and ignored (operands are no longer cached)")
 	fs.IntVar(&f.Options.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "CSVs reconciled in parallel")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,7 +78,7 @@ func ParseFlags(args []string, getenv func(string) string) (*Flags, error) {
 			return nil, fmt.Errorf("--%s must be positive, got %d", name, v)
 		}
 	}
-	for name, v := range map[string]time.Duration{"stall-timeout": f.Options.StallTimeout, "resync-interval": f.Options.ResyncInterval, "informer-sync-timeout": f.Options.InformerSyncTimeout} {
+	for name, v := range map[string]time.Duration{"stall-timeout": f.Options.StallTimeout, "resync-interval": f.Options.ResyncInterval} {
 		if v <= 0 {
 			return nil, fmt.Errorf("--%s must be positive, got %s", name, v)
 		}

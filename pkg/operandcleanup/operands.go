@@ -3,17 +3,12 @@ package operandcleanup
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -49,62 +44,6 @@ func listNamespaces(p *plan, t operandType) []string {
 	return p.targets.namespaces
 }
 
-// listOperands lists the plan's operands from the metadata cache; the informer of a type is created on
-// first use and must sync within InformerSyncTimeout.
-func (r *Reconciler) listOperands(ctx context.Context, p *plan) ([]operand, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.opts.InformerSyncTimeout)
-	defer cancel()
-	var out []operand
-	for _, t := range p.types {
-		if err := r.waitSynced(ctx, t.gvk); err != nil {
-			return nil, err
-		}
-		nss := listNamespaces(p, t)
-		if nss == nil {
-			nss = []string{""}
-		}
-		for _, ns := range nss {
-			l := metadataList(t.gvk)
-			var opts []client.ListOption
-			if ns != "" {
-				opts = append(opts, client.InNamespace(ns))
-			}
-			opts = append(opts, client.UnsafeDisableDeepCopy)
-			if err := r.cache.List(ctx, l, opts...); err != nil {
-				return nil, fmt.Errorf("listing %s in %q: %w", t.gvk.GroupKind(), ns, err)
-			}
-			for i := range l.Items {
-				m := &l.Items[i]
-				// The cache is cluster-wide: keep only what the plan allows (e.g. a namespaced list of a
-				// global operator still holds only real namespaces).
-				if p.allows(t.gvk.GroupKind(), m.Namespace) != nil {
-					continue
-				}
-				out = append(out, operand{gvk: t.gvk, namespace: m.Namespace, name: m.Name, uid: m.UID,
-					deleting: !m.DeletionTimestamp.IsZero(), finalizers: append([]string(nil), m.Finalizers...)})
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return lessOperand(out[i], out[j]) })
-	return out, nil
-}
-
-// waitSynced waits for the metadata informer of gvk to sync, polling more finely than the cache's own
-// blocking wait (100ms), which would dominate the latency of small cleanups.
-func (r *Reconciler) waitSynced(ctx context.Context, gvk schema.GroupVersionKind) error {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(gvk)
-	inf, err := r.cache.GetInformer(ctx, m, cache.BlockUntilSynced(false))
-	if err != nil {
-		return fmt.Errorf("informer for %s: %w", gvk.GroupKind(), err)
-	}
-	err = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) { return inf.HasSynced(), nil })
-	if err != nil {
-		return fmt.Errorf("metadata informer for %s did not sync: %w", gvk.GroupKind(), err)
-	}
-	return nil
-}
-
 func lessOperand(a, b operand) bool {
 	if a.gvk.Group != b.gvk.Group {
 		return a.gvk.Group < b.gvk.Group
@@ -119,7 +58,8 @@ func lessOperand(a, b operand) bool {
 }
 
 // anyOperandLive asks the API server (not the cache) whether any operand of the plan still exists. It is
-// the last check before the CSV finalizer is removed, so a CR created after the cache's view is not missed.
+// the last check before the CSV finalizer is removed, so a CR created after a pass listed its namespace is
+// not missed.
 // The per-namespace lists run concurrently under the delete semaphore.
 func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) {
 	type query struct {
@@ -186,66 +126,6 @@ func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) 
 		return false, first
 	}
 	return false, ctx.Err()
-}
-
-// deleteOperands issues Delete for every operand not yet being deleted, bounded by the controller-wide
-// semaphore. It returns the operands known to be gone (NotFound, or deleted without finalizers) so they
-// are not reported as pending.
-func (r *Reconciler) deleteOperands(ctx context.Context, p *plan, ops []operand) (gone map[types.UID]bool, err error) {
-	gone = map[types.UID]bool{}
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
-	for _, o := range ops {
-		if o.deleting {
-			continue
-		}
-		if verr := p.allows(o.gvk.GroupKind(), o.namespace); verr != nil {
-			// Never reached with a correct lister; refuse rather than delete outside the plan.
-			mu.Lock()
-			errs = append(errs, fmt.Errorf("refusing to delete %s: %w", o, verr))
-			mu.Unlock()
-			continue
-		}
-		select {
-		case r.deleteSem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return gone, ctx.Err()
-		}
-		wg.Add(1)
-		go func(o operand) {
-			defer func() { <-r.deleteSem; wg.Done() }()
-			derr := r.deleteOne(ctx, o)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case derr == nil:
-				metricDeletes.WithLabelValues("deleted").Inc()
-				if len(o.finalizers) == 0 {
-					// Background propagation adds no finalizer: without one the object is removed by
-					// this very call. (Only status accounting; completion is verified live.)
-					gone[o.uid] = true
-				}
-			case apierrors.IsNotFound(derr):
-				gone[o.uid] = true
-				metricDeletes.WithLabelValues("gone").Inc()
-			case apierrors.IsConflict(derr):
-				// UID precondition failed: the name now belongs to a newer object; the next pass sees it.
-				metricDeletes.WithLabelValues("recreated").Inc()
-			default:
-				metricDeletes.WithLabelValues("error").Inc()
-				errs = append(errs, fmt.Errorf("deleting %s: %w", o, derr))
-			}
-		}(o)
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return gone, fmt.Errorf("%d delete(s) failed, first: %w", len(errs), errs[0])
-	}
-	return gone, nil
 }
 
 // deleteOne deletes one operand by name, only if it is still the object that was listed (UID precondition).

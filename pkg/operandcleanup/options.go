@@ -85,8 +85,6 @@ type Options struct {
 	// StatusUpdateInterval is the minimum time between two status writes of one CSV while only the
 	// pending list changes (the first write of a cleanup is immediate). Default 2s.
 	StatusUpdateInterval time.Duration
-	// InformerSyncTimeout bounds the wait for a new operand metadata informer to sync. Default 1m.
-	InformerSyncTimeout time.Duration
 	// MaxConcurrentReconciles for the CSV controller. Default 4.
 	MaxConcurrentReconciles int
 	// Now returns the current time (tests). Default time.Now.
@@ -100,7 +98,6 @@ const (
 	DefaultDeleteConcurrency       = 16
 	DefaultResyncInterval          = time.Minute
 	DefaultStatusUpdateInterval    = 2 * time.Second
-	DefaultInformerSyncTimeout     = time.Minute
 	DefaultMaxConcurrentReconciles = 4
 )
 
@@ -121,9 +118,6 @@ func (o Options) withDefaults() Options {
 		o.StatusUpdateInterval = 0
 	} else if o.StatusUpdateInterval == 0 {
 		o.StatusUpdateInterval = DefaultStatusUpdateInterval
-	}
-	if o.InformerSyncTimeout <= 0 {
-		o.InformerSyncTimeout = DefaultInformerSyncTimeout
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles

@@ -1,11 +1,23 @@
 package operandcleanup
 
 import (
+	"context"
+	"sync/atomic"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
+
+// deleted runs deletePage and waits for its deletes.
+func deleted(r *Reconciler, p *plan, ops []operand) *pageDeletes {
+	pd := r.deletePage(ctx, p, ops)
+	pd.wg.Wait()
+	return pd
+}
 
 var _ = Describe("delete safety", func() {
 	var (
@@ -21,10 +33,9 @@ var _ = Describe("delete safety", func() {
 	})
 
 	It("treats an operand that vanished since it was listed as gone", func() {
-		ops := []operand{{gvk: gvk, namespace: ns, name: "never-existed", uid: "0000"}}
-		gone, err := r.deleteOperands(ctx, p, ops)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(gone).To(HaveKey(ops[0].uid))
+		pd := deleted(r, p, []operand{{gvk: gvk, namespace: ns, name: "never-existed", uid: "0000"}})
+		Expect(pd.errs).To(BeEmpty())
+		Expect(pd.gone).To(Equal([]bool{true}))
 	})
 
 	It("does not delete an object recreated under the same name (UID precondition)", func() {
@@ -34,9 +45,9 @@ var _ = Describe("delete safety", func() {
 		again := newOperand(widgetKind, ns, u.GetName())
 		Expect(tenv.admin.Create(ctx, again)).To(Succeed())
 
-		gone, err := r.deleteOperands(ctx, p, []operand{{gvk: gvk, namespace: ns, name: u.GetName(), uid: oldUID}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(gone).To(BeEmpty())
+		pd := deleted(r, p, []operand{{gvk: gvk, namespace: ns, name: u.GetName(), uid: oldUID}})
+		Expect(pd.errs).To(BeEmpty())
+		Expect(pd.gone).To(Equal([]bool{false}))
 		Expect(operandState(again)).To(Equal("present"))
 	})
 
@@ -48,10 +59,86 @@ var _ = Describe("delete safety", func() {
 			{gvk: gvk, namespace: other, name: outside.GetName(), uid: outside.GetUID()},
 			{gvk: gadget.GroupVersionKind(), namespace: ns, name: gadget.GetName(), uid: gadget.GetUID()},
 		}
-		_, err := r.deleteOperands(ctx, p, ops)
-		Expect(err).To(MatchError(ContainSubstring("refusing to delete")))
+		pd := deleted(r, p, ops)
+		Expect(pd.errs).To(HaveLen(2))
+		Expect(pd.errs[0]).To(MatchError(ContainSubstring("refusing to delete")))
 		Expect(operandState(outside)).To(Equal("present"))
 		Expect(operandState(gadget)).To(Equal("present"))
 		Expect(tenv.admin.Get(ctx, client.ObjectKeyFromObject(gadget), newOperand(gadgetKind, ns, "x"))).To(Succeed())
+	})
+
+	// The specs of a pass stop the suite's controller meanwhile: it would run the same cleanup.
+	Context("a pass (pages listed live, each page's deletes after a live verification)", func() {
+		// deletingCSV is a deleted CSV of ns that asks for a cleanup of its Widgets (held by Finalizer, which
+		// done removes), and the plan a pass gets for it.
+		deletingCSV := func() (c *v1alpha1.ClusterServiceVersion, p *plan, done func()) {
+			c = createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
+			updateCSV(keyOf(c), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = append(c.Finalizers, Finalizer) })
+			deleteCSV(c)
+			c = getCSV(keyOf(c))
+			p, err := r.planFor(ctx, c, &csvState{}, true)
+			Expect(err).NotTo(HaveOccurred())
+			return c, p, func() { updateCSV(keyOf(c), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = nil }) }
+		}
+
+		It("deletes nothing for a CSV that is not being deleted", func() {
+			c := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
+			p, err := r.planFor(ctx, c, &csvState{}, true)
+			Expect(err).NotTo(HaveOccurred())
+			ws := createOperands(widgetKind, ns, "w", 3)
+			_, err = r.runPass(ctx, c, p)
+			Expect(err).To(MatchError(errPlanChanged))
+			Expect(allInState(ws, "present")()).To(BeTrue())
+		})
+
+		It("stops before the next page once the user opts out during the pass", func() {
+			restartController(func() {
+				c, p, done := deletingCSV()
+				defer done()
+				ws := createOperands(widgetKind, ns, "w", 6)
+				watching, err := client.NewWithWatch(tenv.cfg, client.Options{Scheme: NewScheme()})
+				Expect(err).NotTo(HaveOccurred())
+				var optedOut atomic.Bool
+				r.client = interceptor.NewClient(watching, interceptor.Funcs{
+					Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+						if optedOut.CompareAndSwap(false, true) {
+							updateCSV(keyOf(c), func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = false })
+						}
+						return cl.Delete(ctx, obj, opts...)
+					},
+				})
+				r.pageSize, r.deleteSem = 2, make(chan struct{}, 1)
+				_, err = r.runPass(ctx, c, p)
+				Expect(err).To(MatchError(errPlanChanged))
+				var states []string
+				for _, w := range ws {
+					states = append(states, operandState(w))
+				}
+				Expect(states).To(Equal([]string{"absent", "absent", "present", "present", "present", "present"}),
+					"only the page verified before the opt-out may be deleted")
+			})
+		})
+
+		It("counts every pending operand across pages and lists the first in order", func() {
+			restartController(func() {
+				c, p, done := deletingCSV()
+				defer done()
+				held := createOperands(widgetKind, ns, "held", 5, testFinalizer)
+				defer releaseOperands(held...)
+				plain := createOperands(widgetKind, ns, "plain", 4)
+				r.pageSize, r.opts.MaxPendingListed = 2, 3
+				res, err := r.runPass(ctx, c, p)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(res.pending).To(Equal(5), "the 4 without finalizers are gone")
+				Expect(res.deleted).To(Equal(9))
+				var names []string
+				for _, o := range res.first {
+					names = append(names, o.name)
+				}
+				Expect(names).To(Equal([]string{"held-0", "held-1", "held-2"}))
+				Expect(allInState(plain, "absent")()).To(BeTrue())
+				Expect(allInState(held, "deleting")()).To(BeTrue())
+			})
+		})
 	})
 })

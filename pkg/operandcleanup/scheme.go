@@ -5,7 +5,6 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -33,8 +32,7 @@ func NewScheme() *runtime.Scheme {
 // CacheOptions returns the manager cache settings the controller is designed for:
 //   - CSVs: OLM's copies (label olm.copiedFrom) are not cached at all, and the large fields the controller
 //     never reads are stripped (writes are patches, see stripCSV);
-//   - operands (metadata-only informers, created only while a cleanup runs): only name, namespace, UID,
-//     deletionTimestamp and finalizers are kept;
+//   - operands: never cached (a cleanup pass lists them live, pass.go);
 //   - everything: no managedFields.
 func CacheOptions() cache.Options {
 	return cache.Options{
@@ -45,13 +43,8 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// slimTransform drops managedFields everywhere and, for metadata-only objects (operands), everything but
-// what cleanup reads.
+// slimTransform drops managedFields everywhere.
 func slimTransform(in interface{}) (interface{}, error) {
-	if m, ok := in.(*metav1.PartialObjectMetadata); ok {
-		m.ManagedFields, m.Annotations, m.Labels, m.OwnerReferences = nil, nil, nil, nil
-		return m, nil
-	}
 	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
 	}

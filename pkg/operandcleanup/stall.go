@@ -18,13 +18,13 @@ const maxEventNote = 1000
 // the CSV when there was none for the stall timeout, then again every timeout while it lasts. It returns
 // when the next check is due. The clock is persisted in the status (withCleanupStatus): after a restart it
 // resumes from there unless the pending count went down meanwhile (progress: the clock restarts now).
-func (r *Reconciler) checkStall(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, pending []operand) time.Duration {
+func (r *Reconciler) checkStall(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, pass passResult) time.Duration {
 	now := r.opts.Now()
 	timeout, err := r.opts.stallTimeoutFor(csv)
 	if err != nil {
 		log.FromContext(ctx).Info("ignoring stall timeout override", "reason", err.Error())
 	}
-	total := len(pending)
+	total := pass.pending
 	switch {
 	case st.stallSince.IsZero():
 		st.stallCount, st.stallSince = total, now
@@ -45,27 +45,31 @@ func (r *Reconciler) checkStall(ctx context.Context, csv *v1alpha1.ClusterServic
 	}
 	st.lastWarn = now
 	metricStalls.WithLabelValues(csv.Namespace, csv.Name).Inc()
-	r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, EventReasonStalled, "Cleanup", "%s", stallNote(now.Sub(st.stallSince), pending))
+	r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, EventReasonStalled, "Cleanup", "%s", stallNote(now.Sub(st.stallSince), pass.pending, pass.first))
 	return timeout
 }
 
-// stallNote names the blocking CRs (with their finalizers), as many as fit in an event.
-func stallNote(d time.Duration, pending []operand) string {
+// stallNote names the first blocking CRs (with their finalizers), as many as fit in an event.
+func stallNote(d time.Duration, total int, first []operand) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "operand cleanup made no progress for %s; %d CRs still pending deletion:", d.Round(time.Second), len(pending))
-	for i, o := range pending {
+	fmt.Fprintf(&b, "operand cleanup made no progress for %s; %d CRs still pending deletion:", d.Round(time.Second), total)
+	shown := 0
+	for _, o := range first {
 		item := " " + o.String()
 		if len(o.finalizers) > 0 {
 			item += " (finalizers: " + strings.Join(o.finalizers, ",") + ")"
 		}
-		if i > 0 {
+		if shown > 0 {
 			item = ";" + item
 		}
 		if b.Len()+len(item) > maxEventNote-40 {
-			fmt.Fprintf(&b, "; and %d more", len(pending)-i)
 			break
 		}
 		b.WriteString(item)
+		shown++
+	}
+	if shown < total {
+		fmt.Fprintf(&b, "; and %d more", total-shown)
 	}
 	return b.String()
 }

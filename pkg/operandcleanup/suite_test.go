@@ -81,13 +81,16 @@ func startSuiteController() {
 // pod would. That wait is leader election's, not the controller's: counted in the specs' windows it
 // made the randomized lifecycle spec report a hand-over that came late (a make test run under
 // stress-ng, 2026-11-24).
+// The controller is started again even when between fails, so that later specs find it running.
 func restartController(between func()) {
 	Expect(ctrlUnderTest.stop()).To(Succeed())
+	defer func() {
+		left := leaseHolder() // "" when the stopped controller released the Lease
+		startSuiteController()
+		Eventually(leaseHolder).WithTimeout(time.Minute).ShouldNot(BeElementOf("", left),
+			"the restarted controller should lead: Lease %s/%s is still held by %q, or by nobody", operandcleanupconfig.Namespace, leaseName, left)
+	}()
 	between()
-	left := leaseHolder() // "" when the stopped controller released the Lease
-	startSuiteController()
-	Eventually(leaseHolder).WithTimeout(time.Minute).ShouldNot(BeElementOf("", left),
-		"the restarted controller should lead: Lease %s/%s is still held by %q, or by nobody", operandcleanupconfig.Namespace, leaseName, left)
 }
 
 // leaseName is the suite controller's leader-election Lease (suiteArgs keep the default id).

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func TestParseTargets(t *testing.T) {
@@ -159,11 +160,11 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestOperandWatchesBookkeeping(t *testing.T) {
-	w := newOperandWatches(nil)
+	w := newOperandWatches(nil, nil)
 	a, b := types.NamespacedName{Namespace: "n", Name: "a"}, types.NamespacedName{Namespace: "n", Name: "b"}
 	g1 := schema.GroupKind{Group: "g", Kind: "One"}
 	g2 := schema.GroupKind{Group: "g", Kind: "Two"}
-	// Fill the indexes by hand (starting informers needs a cache; covered by the envtest suite).
+	// Fill the indexes by hand (starting watches needs an API server; covered by the envtest suite).
 	pa := &plan{targets: parseTargets("x", ""), allowed: map[schema.GroupKind]bool{g1: true, g2: true}}
 	pb := &plan{targets: parseTargets("y", ""), allowed: map[schema.GroupKind]bool{g1: true}}
 	w.byGK[g1] = &gkWatch{csvs: map[types.NamespacedName]*plan{a: pa, b: pb}}
@@ -171,10 +172,10 @@ func TestOperandWatchesBookkeeping(t *testing.T) {
 	w.byCSV[a] = []schema.GroupKind{g1, g2}
 	w.byCSV[b] = []schema.GroupKind{g1}
 
-	if got := w.requestsFor(g1, "x"); len(got) != 1 || got[0].NamespacedName != a {
+	if got := w.requestsFor(g1, ptr.To("x")); len(got) != 1 || got[0].NamespacedName != a {
 		t.Errorf("requestsFor(g1, x) = %v", got)
 	}
-	if got := w.requestsFor(g1, "z"); len(got) != 0 {
+	if got := w.requestsFor(g1, ptr.To("z")); len(got) != 0 {
 		t.Errorf("requestsFor(g1, z) = %v", got)
 	}
 	w.reset(g1)

@@ -1,0 +1,269 @@
+package operandcleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A cleanup pass reads the operands live from the API server, one page at a time, and deletes as it goes.
+// Nothing about operands is cached: an informer would hold every operand of a type for as long as a
+// cleanup runs (≈ 0.9 KiB each, 90 MiB at 100,000 CRs), while a pass holds at most a few pages, the
+// pending count and the first MaxPendingListed pending operands, whatever the number of CRs.
+//
+// Safety (invariant 1): a page's deletes are dispatched only after a live re-verification of the CSV and
+// its plan (verifyLive) that is at most defaultReverifyEvery old; a changed CSV or plan stops the pass
+// before the next page is deleted.
+const (
+	// listPageSize is the limit of one list call (the API server's continue tokens keep a consistent view).
+	listPageSize = 500
+	// defaultReverifyEvery bounds the age of the live verification a page's deletes rely on.
+	defaultReverifyEvery = time.Second
+	// pagesInFlight is how many pages may have deletes running at once (the next page is being listed meanwhile).
+	pagesInFlight = 2
+)
+
+// errPlanChanged stops a pass whose CSV, successors or plan changed since the plan was made.
+var errPlanChanged = errors.New("the CSV or its cleanup plan changed during the pass")
+
+// listError is a failed list of one operand type; the type's watch is restarted (its version may no
+// longer be served).
+type listError struct {
+	gk        schema.GroupKind
+	namespace string
+	err       error
+}
+
+func (e *listError) Error() string {
+	return fmt.Sprintf("listing %s in %q: %v", e.gk, e.namespace, e.err)
+}
+func (e *listError) Unwrap() error { return e.err }
+
+// passResult is what a pass leaves pending.
+type passResult struct {
+	pending  int       // operands still there after the pass's deletes
+	first    []operand // the first pending ones in group/kind/namespace/name order, at most MaxPendingListed
+	deleted  int       // Delete calls that succeeded
+	failed   int       // Delete calls that failed (other than NotFound and a UID conflict)
+	firstErr error
+}
+
+// deleteErr summarizes the failed deletes (nil if none).
+func (r passResult) deleteErr() error {
+	if r.failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d delete(s) failed, first: %w", r.failed, r.firstErr)
+}
+
+// page is one list call's operands that the plan allows, or the error that ended the listing.
+type page struct {
+	ops []operand
+	err error
+}
+
+// runPass lists the plan's operands page by page and deletes those not yet being deleted (after the live
+// verification), bounded by the controller-wide delete semaphore.
+func (r *Reconciler) runPass(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, p *plan) (passResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan page, 1) // the next page is listed while this one's deletes run
+	go r.listPages(ctx, p, pages)
+
+	var (
+		res      passResult
+		inflight []*pageDeletes
+		verified time.Time
+		fresh    *plan
+	)
+	fold := func(pd *pageDeletes) {
+		pd.wg.Wait()
+		for i, o := range pd.ops {
+			if pd.gone[i] {
+				continue
+			}
+			res.pending++
+			if len(res.first) < r.opts.MaxPendingListed {
+				res.first = append(res.first, o)
+			}
+		}
+		res.deleted += pd.deleted
+		if res.failed == 0 && len(pd.errs) > 0 {
+			res.firstErr = pd.errs[0]
+		}
+		res.failed += len(pd.errs)
+	}
+	abort := func(err error) (passResult, error) {
+		cancel()
+		for _, pd := range inflight {
+			pd.wg.Wait()
+		}
+		return res, err
+	}
+	for pg := range pages {
+		if pg.err != nil {
+			return abort(pg.err)
+		}
+		if needsDelete(pg.ops) && time.Since(verified) >= r.reverifyEvery {
+			f, ok, err := r.verifyLive(ctx, csv, p)
+			if err != nil {
+				return abort(err)
+			}
+			if !ok {
+				return abort(errPlanChanged)
+			}
+			fresh, verified = f, time.Now()
+		}
+		inflight = append(inflight, r.deletePage(ctx, fresh, pg.ops))
+		for len(inflight) > pagesInFlight {
+			fold(inflight[0])
+			inflight = inflight[1:]
+		}
+	}
+	for _, pd := range inflight {
+		fold(pd)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err // the listing stopped early: the counts are incomplete
+	}
+	sort.Slice(res.first, func(i, j int) bool { return lessOperand(res.first[i], res.first[j]) })
+	return res, nil
+}
+
+// listPages sends the plan's operands, page by page, in group/kind, namespace, name order (the API
+// server lists in key order), and closes out when done or after the first error.
+func (r *Reconciler) listPages(ctx context.Context, p *plan, out chan<- page) {
+	defer close(out)
+	send := func(pg page) bool {
+		select {
+		case out <- pg:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	types := append([]operandType(nil), p.types...)
+	sort.Slice(types, func(i, j int) bool {
+		a, b := types[i].gvk, types[j].gvk
+		return a.Group < b.Group || a.Group == b.Group && a.Kind < b.Kind
+	})
+	for _, t := range types {
+		nss := listNamespaces(p, t)
+		if nss == nil {
+			nss = []string{""}
+		}
+		gk := t.gvk.GroupKind()
+		for _, ns := range nss {
+			cont := ""
+			for {
+				l := metadataList(t.gvk)
+				opts := []client.ListOption{client.Limit(r.listLimit()), client.Continue(cont)}
+				if ns != "" {
+					opts = append(opts, client.InNamespace(ns))
+				}
+				if err := r.live.List(ctx, l, opts...); err != nil {
+					send(page{err: &listError{gk: gk, namespace: ns, err: err}})
+					return
+				}
+				ops := make([]operand, 0, len(l.Items))
+				for i := range l.Items {
+					m := &l.Items[i]
+					// A cluster-wide list of a global operator's type also holds what other installations serve.
+					if p.allows(gk, m.Namespace) != nil {
+						continue
+					}
+					ops = append(ops, operand{gvk: t.gvk, namespace: m.Namespace, name: m.Name, uid: m.UID,
+						deleting: !m.DeletionTimestamp.IsZero(), finalizers: m.Finalizers})
+				}
+				if len(ops) > 0 && !send(page{ops: ops}) {
+					return
+				}
+				if cont = l.Continue; cont == "" {
+					break
+				}
+			}
+		}
+	}
+}
+
+func (r *Reconciler) listLimit() int64 {
+	if r.pageSize > 0 {
+		return r.pageSize
+	}
+	return listPageSize
+}
+
+// pageDeletes are the deletes of one page: gone[i] says ops[i] is known to be gone.
+type pageDeletes struct {
+	ops     []operand
+	gone    []bool
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	deleted int
+	errs    []error
+}
+
+// deletePage starts a Delete for every operand of the page not yet being deleted, re-checked against
+// fresh (the live plan); wait on wg before reading the results.
+func (r *Reconciler) deletePage(ctx context.Context, fresh *plan, ops []operand) *pageDeletes {
+	pd := &pageDeletes{ops: ops, gone: make([]bool, len(ops))}
+	for i, o := range ops {
+		if o.deleting {
+			continue
+		}
+		if verr := fresh.allows(o.gvk.GroupKind(), o.namespace); verr != nil {
+			// Never reached with a correct lister; refuse rather than delete outside the plan.
+			pd.mu.Lock()
+			pd.errs = append(pd.errs, fmt.Errorf("refusing to delete %s: %w", o, verr))
+			pd.mu.Unlock()
+			continue
+		}
+		select {
+		case r.deleteSem <- struct{}{}:
+		case <-ctx.Done():
+			return pd // the rest stay pending
+		}
+		pd.wg.Add(1)
+		go func() {
+			defer func() { <-r.deleteSem; pd.wg.Done() }()
+			derr := r.deleteOne(ctx, o)
+			pd.mu.Lock()
+			defer pd.mu.Unlock()
+			switch {
+			case derr == nil:
+				metricDeletes.WithLabelValues("deleted").Inc()
+				pd.deleted++
+				// Background propagation adds no finalizer: without one the object is removed by this
+				// very call. (Only status accounting; completion is verified live.)
+				pd.gone[i] = len(o.finalizers) == 0
+			case apierrors.IsNotFound(derr):
+				pd.gone[i] = true
+				metricDeletes.WithLabelValues("gone").Inc()
+			case apierrors.IsConflict(derr):
+				// UID precondition failed: the name now belongs to a newer object; the next pass sees it.
+				metricDeletes.WithLabelValues("recreated").Inc()
+			default:
+				metricDeletes.WithLabelValues("error").Inc()
+				pd.errs = append(pd.errs, fmt.Errorf("deleting %s: %w", o, derr))
+			}
+		}()
+	}
+	return pd
+}
+
+func needsDelete(ops []operand) bool {
+	for _, o := range ops {
+		if !o.deleting {
+			return true
+		}
+	}
+	return false
+}
