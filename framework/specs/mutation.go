@@ -18,10 +18,10 @@ import (
 // logf receives the case's steps and logs.
 func FailureOf(ctx context.Context, c Case, logf func(format string, args ...any)) string {
 	t := &recordingT{logf: logf, name: c.Name}
-	t.g = gomega.NewGomega(func(message string, _ ...int) {
+	t.g = polling(gomega.NewGomega(func(message string, _ ...int) {
 		t.fail(message)
 		panic(abort{})
-	})
+	}))
 	func() {
 		defer func() {
 			if r := recover(); r != nil {

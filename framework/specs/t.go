@@ -7,6 +7,9 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // T is the test a step runs in. Installation's steps and the cases (Cases) use only this, so the same
@@ -32,7 +35,7 @@ func FromGinkgo() T { return ginkgoT{} }
 
 type ginkgoT struct{}
 
-func (ginkgoT) Gomega() gomega.Gomega                { return gomega.Default }
+func (ginkgoT) Gomega() gomega.Gomega                { return polling(gomega.Default) }
 func (ginkgoT) Cleanup(fn func(ctx context.Context)) { ginkgo.DeferCleanup(fn) }
 func (ginkgoT) Step(text string)                     { ginkgo.By(text) }
 func (ginkgoT) Logf(format string, args ...any)      { ginkgo.GinkgoWriter.Printf(format+"\n", args...) }
@@ -41,7 +44,30 @@ func (ginkgoT) Name() string                         { return ginkgo.CurrentSpec
 
 // FromTesting makes t a T: assertions fail t (Gomega's NewWithT), cleanups run with t.Cleanup (each
 // with a fresh context of cleanupTimeout, since the test's own may have ended).
-func FromTesting(t testing.TB) T { return testingT{t: t, g: gomega.NewWithT(t)} }
+func FromTesting(t testing.TB) T { return testingT{t: t, g: polling(gomega.NewWithT(t))} }
+
+// polling is g whose Eventually and Consistently check every intervals.Poll instead of Gomega's 10 ms
+// (a wait's own WithPolling still wins). Failures still go through g, so Ginkgo's
+// InterceptGomegaFailures sees them, and the suite's global defaults stay the user's.
+func polling(g gomega.Gomega) gomega.Gomega { return pollingGomega{g} }
+
+type pollingGomega struct{ gomega.Gomega }
+
+func (p pollingGomega) Eventually(actualOrCtx any, args ...any) types.AsyncAssertion {
+	return p.Gomega.EventuallyWithOffset(1, actualOrCtx, args...).WithPolling(intervals.Poll)
+}
+
+func (p pollingGomega) EventuallyWithOffset(offset int, actualOrCtx any, args ...any) types.AsyncAssertion {
+	return p.Gomega.EventuallyWithOffset(offset+1, actualOrCtx, args...).WithPolling(intervals.Poll)
+}
+
+func (p pollingGomega) Consistently(actualOrCtx any, args ...any) types.AsyncAssertion {
+	return p.Gomega.ConsistentlyWithOffset(1, actualOrCtx, args...).WithPolling(intervals.Poll)
+}
+
+func (p pollingGomega) ConsistentlyWithOffset(offset int, actualOrCtx any, args ...any) types.AsyncAssertion {
+	return p.Gomega.ConsistentlyWithOffset(offset+1, actualOrCtx, args...).WithPolling(intervals.Poll)
+}
 
 // cleanupTimeout bounds one cleanup of a TestingT.
 const cleanupTimeout = 5 * time.Minute

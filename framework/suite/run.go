@@ -15,6 +15,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
@@ -24,6 +25,9 @@ var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
 // nightly job sees specs, not one go test per suite.
 func RunSpecs(t *testing.T, description string) {
 	gomega.RegisterFailHandler(ginkgo.Fail)
+	// The suite's own Eventually/Consistently poll like the spec library (intervals.Poll, not 10 ms).
+	gomega.SetDefaultEventuallyPollingInterval(intervals.Poll)
+	gomega.SetDefaultConsistentlyPollingInterval(intervals.Poll)
 	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()
 	// Specs must not depend on their order: always randomize them (the CLI's --randomize-all agrees).
 	suiteConfig.RandomizeAllSpecs = true
