@@ -33,8 +33,8 @@ type Reconciler struct {
 
 	watches   *operandWatches
 	deleteSem chan struct{}
-	// A pass's list limit (0: listPageSize) and how old the live verification a page's deletes rely on may
-	// be (0: every page is re-verified); tests make both small.
+	// A pass's list limit (0: DefaultListPageSize) and how old the live verification a page's deletes
+	// rely on may be (0: every page is re-verified); tests make both small.
 	pageSize      int64
 	reverifyEvery time.Duration
 	// sweep carries the held cluster RBAC objects sweepRBAC finds to the controller (mapped to their CSV).
@@ -76,6 +76,7 @@ func New(mgr manager.Manager, opts Options) *Reconciler {
 		recorder:      mgr.GetEventRecorder(ControllerName),
 		watches:       newOperandWatches(mgr.GetAPIReader(), nil), // its watcher is made in SetupWithManager
 		deleteSem:     make(chan struct{}, opts.DeleteConcurrency),
+		pageSize:      int64(opts.ListPageSize),
 		reverifyEvery: defaultReverifyEvery,
 		sweep:         make(chan event.GenericEvent),
 		state:         map[types.NamespacedName]*csvState{},

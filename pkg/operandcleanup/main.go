@@ -57,6 +57,7 @@ func ParseFlags(args []string, getenv func(string) string) (*Flags, error) {
 	fs.DurationVar(&f.Options.StatusUpdateInterval, "status-update-interval", DefaultStatusUpdateInterval, "minimum time between two status writes of a CSV under cleanup")
 	// Accepted so that existing deployments keep starting: operands are listed live, there is no informer to wait for.
 	fs.Duration("informer-sync-timeout", 0, "deprecated and ignored (operands are no longer cached)")
+	fs.IntVar(&f.Options.ListPageSize, "list-page-size", DefaultListPageSize, "operands per list call of a cleanup pass")
 	fs.IntVar(&f.Options.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "CSVs reconciled in parallel")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -73,7 +74,7 @@ func ParseFlags(args []string, getenv func(string) string) (*Flags, error) {
 	if f.LeaderElect && f.LeaderElectionNS == "" {
 		return nil, errors.New("--leader-elect needs --leader-election-namespace or POD_NAMESPACE")
 	}
-	for name, v := range map[string]int{"max-pending-listed": f.Options.MaxPendingListed, "delete-concurrency": f.Options.DeleteConcurrency, "max-concurrent-reconciles": f.Options.MaxConcurrentReconciles} {
+	for name, v := range map[string]int{"max-pending-listed": f.Options.MaxPendingListed, "delete-concurrency": f.Options.DeleteConcurrency, "max-concurrent-reconciles": f.Options.MaxConcurrentReconciles, "list-page-size": f.Options.ListPageSize} {
 		if v <= 0 {
 			return nil, fmt.Errorf("--%s must be positive, got %d", name, v)
 		}

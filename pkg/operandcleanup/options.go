@@ -85,6 +85,9 @@ type Options struct {
 	// StatusUpdateInterval is the minimum time between two status writes of one CSV while only the
 	// pending list changes (the first write of a cleanup is immediate). Default 2s.
 	StatusUpdateInterval time.Duration
+	// ListPageSize is the limit of one list call of a cleanup pass (operands are listed live, page by
+	// page, and never cached). Default 500.
+	ListPageSize int
 	// MaxConcurrentReconciles for the CSV controller. Default 4.
 	MaxConcurrentReconciles int
 	// Now returns the current time (tests). Default time.Now.
@@ -99,6 +102,7 @@ const (
 	DefaultResyncInterval          = time.Minute
 	DefaultStatusUpdateInterval    = 2 * time.Second
 	DefaultMaxConcurrentReconciles = 4
+	DefaultListPageSize            = 500
 )
 
 func (o Options) withDefaults() Options {
@@ -118,6 +122,9 @@ func (o Options) withDefaults() Options {
 		o.StatusUpdateInterval = 0
 	} else if o.StatusUpdateInterval == 0 {
 		o.StatusUpdateInterval = DefaultStatusUpdateInterval
+	}
+	if o.ListPageSize <= 0 {
+		o.ListPageSize = DefaultListPageSize
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles

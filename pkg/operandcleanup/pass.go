@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// A cleanup pass reads the operands live from the API server, one page at a time, and deletes as it goes.
+// A cleanup pass reads the operands live from the API server, one page (Options.ListPageSize, continue
+// tokens) at a time, and deletes as it goes.
 // Nothing about operands is cached: an informer would hold every operand of a type for as long as a
 // cleanup runs (≈ 0.9 KiB each, 90 MiB at 100,000 CRs), while a pass holds at most a few pages, the
 // pending count and the first MaxPendingListed pending operands, whatever the number of CRs.
@@ -23,8 +24,6 @@ import (
 // its plan (verifyLive) that is at most defaultReverifyEvery old; a changed CSV or plan stops the pass
 // before the next page is deleted.
 const (
-	// listPageSize is the limit of one list call (the API server's continue tokens keep a consistent view).
-	listPageSize = 500
 	// defaultReverifyEvery bounds the age of the live verification a page's deletes rely on.
 	defaultReverifyEvery = time.Second
 	// pagesInFlight is how many pages may have deletes running at once (the next page is being listed meanwhile).
@@ -198,7 +197,7 @@ func (r *Reconciler) listLimit() int64 {
 	if r.pageSize > 0 {
 		return r.pageSize
 	}
-	return listPageSize
+	return DefaultListPageSize
 }
 
 // pageDeletes are the deletes of one page: gone[i] says ops[i] is known to be gone.

@@ -35,6 +35,9 @@ var suiteArgs = []string{
 	"--status-update-interval=100ms",
 	"--stall-timeout=10m",
 	"--delete-concurrency=8",
+	// Every pass over more than 3 operands spans pages, so the randomized lifecycle spec exercises the
+	// paging and the per-page live verification, not only single-page passes.
+	"--list-page-size=3",
 	// Exercises the leader-election Role of the manifests too (released on stop, so restarts are quick).
 	"--leader-elect",
 	"--leader-election-namespace=" + operandcleanupconfig.Namespace,

@@ -146,7 +146,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || f.Options.StallTimeout != 30*time.Second || f.MetricsBindAddress != "0" {
 		t.Fatalf("%+v %v", f, err)
 	}
-	for _, bad := range [][]string{{"--stall-timeout=0"}, {"--delete-concurrency=-1"}, {"--nope"}, {"extra"}, {"--leader-elect"}} {
+	for _, bad := range [][]string{{"--stall-timeout=0"}, {"--delete-concurrency=-1"}, {"--list-page-size=0"}, {"--nope"}, {"extra"}, {"--leader-elect"}} {
 		if _, err := ParseFlags(bad, nil); err == nil {
 			t.Errorf("%v must fail", bad)
 		}
