@@ -66,6 +66,9 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
+// keyLen is how many hex digits of the hash name a binary.
+const keyLen = 20
+
 // testPackage is one package with tests: its test main's dependencies decide its key.
 type testPackage struct {
 	path, dir, key string
@@ -109,7 +112,7 @@ func testPackages(patterns []string) ([]testPackage, error) {
 			fmt.Fprintf(h, "%s %s\n", d, ids[d])
 		}
 		path := strings.TrimSuffix(m, ".test")
-		out = append(out, testPackage{path: path, dir: dirs[path], key: hex.EncodeToString(h.Sum(nil))[:20]})
+		out = append(out, testPackage{path: path, dir: dirs[path], key: hex.EncodeToString(h.Sum(nil))[:keyLen]})
 	}
 	return out, nil
 }
@@ -147,8 +150,9 @@ func link(cache string, pkgs []testPackage, out *lineWriter) []testPackage {
 				out.event(event{Action: "fail", Package: p.path})
 				return
 			}
-			// Only the newest binary of a package is kept.
-			old, _ := filepath.Glob(filepath.Join(cache, strings.ReplaceAll(p.path, "/", "_")+"-*.test"))
+			// Only the newest binary of a package is kept (exactly keyLen characters of key, so that
+			// package "a" never removes the binaries of "a-b").
+			old, _ := filepath.Glob(filepath.Join(cache, strings.ReplaceAll(p.path, "/", "_")+"-"+strings.Repeat("?", keyLen)+".test"))
 			for _, o := range old {
 				if o != p.binary {
 					_ = os.Remove(o)
