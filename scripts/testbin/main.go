@@ -6,11 +6,13 @@
 //     `go test -run '^$' ./...` takes 27 s (53 s of CPU, measured 2026-11-25). A binary whose inputs
 //     changed is linked again (`go test -c`); the others are run as they are.
 //   - Packages start longest first (each package's duration in the previous run is kept beside the
-//     binaries), so the longest suite does not start last and end the run alone.
+//     binaries), so the longest suite does not start last and end the run alone; kept binaries run
+//     while the changed ones are linked.
 //
 // Output is test2json events on stdout, one whole line at a time, for `gotestsum --raw-command`. Each
 // binary runs in its package's directory with -test.count=1 and -test.timeout, through `go tool
-// test2json`, as `go test` would run it. go vet is not run here (`make lint` runs all of it).
+// test2json`, as `go test` would run it. go vet is not run here (`make lint` runs all of it). A package
+// that does not compile stops the run before any test runs, with the compiler's message (go list's).
 //
 //	gotestsum --raw-command -- go run ./scripts/testbin -cache DIR -p 4 -timeout 60m ./...
 package main
@@ -31,6 +33,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,12 +54,14 @@ func main() {
 		fatal(err)
 	}
 	out := &lineWriter{w: os.Stdout}
-	built := link(*cache, pkgs, out)
 	durations := loadDurations(*cache)
-	sort.SliceStable(built, func(i, j int) bool { return durations.of(built[i].path) > durations.of(built[j].path) })
-	failed := run(built, *parallel, *timeout, out, durations)
+	sort.SliceStable(pkgs, func(i, j int) bool { return durations.of(pkgs[i].path) > durations.of(pkgs[j].path) })
+	ready := make(chan testPackage, len(pkgs))
+	linked := make(chan bool, 1)
+	go func() { linked <- link(*cache, pkgs, out, ready) }()
+	failed := run(ready, *parallel, *timeout, out, durations)
 	durations.save(*cache)
-	if failed || len(built) < len(pkgs) {
+	if failed || !<-linked {
 		os.Exit(1)
 	}
 }
@@ -117,28 +122,30 @@ func testPackages(patterns []string) ([]testPackage, error) {
 	return out, nil
 }
 
-// link returns the packages whose binary is ready, linking those not kept yet (two at a time: go build
-// uses every core itself). A package that does not build is reported as a failed package on out.
-func link(cache string, pkgs []testPackage, out *lineWriter) []testPackage {
+// link sends each package to ready once its binary is there: the kept ones at once, the others as
+// they are linked (two at a time: go build uses every core itself), in pkgs' order, so that kept
+// binaries run while the others link. It closes ready and reports whether every package built; one
+// that does not is reported as a failed package on out.
+func link(cache string, pkgs []testPackage, out *lineWriter, ready chan<- testPackage) bool {
 	start := time.Now()
 	var (
-		mu    sync.Mutex
-		ready []testPackage
-		wg    sync.WaitGroup
-		slots = make(chan struct{}, 2)
-		fresh int
+		missing []testPackage
+		wg      sync.WaitGroup
+		slots   = make(chan struct{}, 2)
+		ok      atomic.Bool
 	)
+	ok.Store(true)
 	for _, p := range pkgs {
 		p.binary = filepath.Join(cache, strings.ReplaceAll(p.path, "/", "_")+"-"+p.key+".test")
 		if _, err := os.Stat(p.binary); err == nil {
-			ready = append(ready, p)
+			ready <- p
 			continue
 		}
-		fresh++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
+		missing = append(missing, p)
+	}
+	for _, p := range missing {
+		slots <- struct{}{}
+		wg.Go(func() {
 			defer func() { <-slots }()
 			msg, err := exec.Command("go", "test", "-c", "-o", p.binary+".tmp", p.path).CombinedOutput()
 			if err == nil {
@@ -148,6 +155,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter) []testPackage {
 				_ = os.Remove(p.binary + ".tmp")
 				out.event(event{Action: "output", Package: p.path, Output: fmt.Sprintf("building the test binary failed: %v\n%s", err, msg)})
 				out.event(event{Action: "fail", Package: p.path})
+				ok.Store(false)
 				return
 			}
 			// Only the newest binary of a package is kept (exactly keyLen characters of key, so that
@@ -158,28 +166,26 @@ func link(cache string, pkgs []testPackage, out *lineWriter) []testPackage {
 					_ = os.Remove(o)
 				}
 			}
-			mu.Lock()
-			ready = append(ready, p)
-			mu.Unlock()
-		}()
+			ready <- p
+		})
 	}
 	wg.Wait()
-	fmt.Fprintf(os.Stderr, "testbin: %d test binaries, %d linked in %s, %d kept from an earlier run\n",
-		len(pkgs), fresh, time.Since(start).Round(100*time.Millisecond), len(pkgs)-fresh)
-	return ready
+	close(ready)
+	fmt.Fprintf(os.Stderr, "testbin: %d test binaries, %d linked in %s (the %d kept from an earlier run ran meanwhile)\n",
+		len(pkgs), len(missing), time.Since(start).Round(100*time.Millisecond), len(pkgs)-len(missing))
+	return ok.Load()
 }
 
-// run runs the binaries, parallel at once, and reports whether any failed.
-func run(pkgs []testPackage, parallel int, timeout time.Duration, out *lineWriter, d durations) bool {
+// run runs the binaries as they become ready, parallel at once, and reports whether any failed.
+func run(ready <-chan testPackage, parallel int, timeout time.Duration, out *lineWriter, d durations) bool {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
 		failed bool
-		queue  = make(chan testPackage)
 	)
 	for range max(parallel, 1) {
 		wg.Go(func() {
-			for p := range queue {
+			for p := range ready {
 				start := time.Now()
 				err := runOne(p, timeout, out)
 				mu.Lock()
@@ -189,10 +195,6 @@ func run(pkgs []testPackage, parallel int, timeout time.Duration, out *lineWrite
 			}
 		})
 	}
-	for _, p := range pkgs {
-		queue <- p
-	}
-	close(queue)
 	wg.Wait()
 	return failed
 }
