@@ -232,9 +232,9 @@ var heapScales = []int{10000, 100000}
 const heapSamples = 5
 
 // BenchmarkControllerHeap measures the controller's live heap while it holds a cleanup of N CRs (over 20
-// namespaces, all blocked by a finalizer): the largest heap after GC of heapSamples taken once the cleanup
-// is pending and fully listed, minus the heap after GC before the manager started. Metric "heap-MiB"; "status-KiB" is the size of the CSV's
-// status then (it must stay bounded whatever N is).
+// namespaces, all blocked by a finalizer): the largest heap after GC of heapSamples taken once the
+// cleanup is pending and fully listed, minus the heap after GC before the manager started. Metric
+// "heap-MiB"; "status-KiB" is the size of the CSV's status then (it must stay bounded whatever N is).
 func BenchmarkControllerHeap(b *testing.B) {
 	for _, n := range heapScales {
 		b.Run(fmt.Sprintf("crs=%d", n), func(b *testing.B) { benchHeap(b, n) })

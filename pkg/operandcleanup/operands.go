@@ -36,10 +36,10 @@ func metadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList
 	return l
 }
 
-// listNamespaces returns the namespaces to list a type in: nil means one cluster-wide list.
+// listNamespaces returns the namespaces to list a type in; "" is one cluster-wide list.
 func listNamespaces(p *plan, t operandType) []string {
 	if !t.namespaced || p.targets.all {
-		return nil
+		return []string{""}
 	}
 	return p.targets.namespaces
 }
@@ -68,11 +68,7 @@ func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) 
 	}
 	var qs []query
 	for _, t := range p.types {
-		nss := listNamespaces(p, t)
-		if nss == nil {
-			nss = []string{""}
-		}
-		for _, ns := range nss {
+		for _, ns := range listNamespaces(p, t) {
 			qs = append(qs, query{t, ns})
 		}
 	}

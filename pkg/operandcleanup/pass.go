@@ -149,18 +149,12 @@ func (r *Reconciler) listPages(ctx context.Context, p *plan, out chan<- page) {
 			return false
 		}
 	}
+	// The order of the pending list (lessOperand), so that the first pending ones listed are its first.
 	types := append([]operandType(nil), p.types...)
-	sort.Slice(types, func(i, j int) bool {
-		a, b := types[i].gvk, types[j].gvk
-		return a.Group < b.Group || a.Group == b.Group && a.Kind < b.Kind
-	})
+	sort.Slice(types, func(i, j int) bool { return lessOperand(operand{gvk: types[i].gvk}, operand{gvk: types[j].gvk}) })
 	for _, t := range types {
-		nss := listNamespaces(p, t)
-		if nss == nil {
-			nss = []string{""}
-		}
 		gk := t.gvk.GroupKind()
-		for _, ns := range nss {
+		for _, ns := range listNamespaces(p, t) {
 			cont := ""
 			for {
 				l := metadataList(t.gvk)

@@ -136,7 +136,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready chan<- testPa
 	)
 	ok.Store(true)
 	for _, p := range pkgs {
-		p.binary = filepath.Join(cache, strings.ReplaceAll(p.path, "/", "_")+"-"+p.key+".test")
+		p.binary = filepath.Join(cache, binaryName(p.path, p.key))
 		if _, err := os.Stat(p.binary); err == nil {
 			ready <- p
 			continue
@@ -160,7 +160,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready chan<- testPa
 			}
 			// Only the newest binary of a package is kept (exactly keyLen characters of key, so that
 			// package "a" never removes the binaries of "a-b").
-			old, _ := filepath.Glob(filepath.Join(cache, strings.ReplaceAll(p.path, "/", "_")+"-"+strings.Repeat("?", keyLen)+".test"))
+			old, _ := filepath.Glob(filepath.Join(cache, binaryName(p.path, strings.Repeat("?", keyLen))))
 			for _, o := range old {
 				if o != p.binary {
 					_ = os.Remove(o)
@@ -174,6 +174,11 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready chan<- testPa
 	fmt.Fprintf(os.Stderr, "testbin: %d test binaries, %d linked in %s (the %d kept from an earlier run ran meanwhile)\n",
 		len(pkgs), len(missing), time.Since(start).Round(100*time.Millisecond), len(pkgs)-len(missing))
 	return ok.Load()
+}
+
+// binaryName is the file of a package's test binary with that key.
+func binaryName(pkg, key string) string {
+	return strings.ReplaceAll(pkg, "/", "_") + "-" + key + ".test"
 }
 
 // run runs the binaries as they become ready, parallel at once, and reports whether any failed.
