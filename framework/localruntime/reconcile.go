@@ -64,7 +64,7 @@ func (r *Runtime) reconcileDeployment(ctx context.Context, req ctrl.Request) (ct
 	if p, _ := r.registry.lookup(w.image); p.binary != nil && p.binary.Path == "" {
 		// Said before the build, which takes seconds to minutes: a wait on this Deployment quotes it.
 		if err := r.writeStatus(ctx, dep, replicas, 0, "BuildingBinary",
-			fmt.Sprintf("building the operator binary for image %s (go build %s in %s)", w.image, p.binary.Package, p.binary.Dir)); err != nil {
+			fmt.Sprintf("building the operator binary for image %s (package %s in %s)", w.image, p.binary.Package, p.binary.Dir)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -108,9 +108,12 @@ func (r *Registry) Images() []string {
 	return out
 }
 
-// BuildBinaries builds every binary registered by package into outDir, one go build per package (the
-// go build cache makes a rebuild a link), so a compile error fails the cluster's start naming the
-// image and package rather than a crash-looping Deployment later.
+// BuildBinaries builds every binary registered by package into outDir, so a compile error fails the
+// cluster's start naming the image and package rather than a crash-looping Deployment later. It
+// builds with `go run -exec cp PACKAGE OUT`: the go command keeps what go run links in its build cache
+// (Go 1.24 and later), so an operator that did not change is copied from there instead of linked again
+// on every run (a controller-runtime operator's link is ≈ 3.5 s of CPU), and -exec hands the
+// executable to cp instead of running it.
 func (r *Registry) BuildBinaries(ctx context.Context, outDir string, log logr.Logger) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -123,11 +126,18 @@ func (r *Registry) BuildBinaries(ctx context.Context, outDir string, log logr.Lo
 		if err := os.MkdirAll(outDir, 0o755); err != nil {
 			return err
 		}
+		if !filepath.IsAbs(out) { // cp runs in b.Dir
+			abs, err := filepath.Abs(out)
+			if err != nil {
+				return err
+			}
+			out = abs
+		}
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, b.Package)
+		cmd := exec.CommandContext(ctx, "go", "run", "-exec", "cp", b.Package, out)
 		cmd.Dir = b.Dir
 		if msg, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build the binary for image %s (go build %s in %q): %w\n%s", image, b.Package, b.Dir, err, msg)
+			return fmt.Errorf("build the binary for image %s (go run -exec cp %s %s in %q): %w\n%s", image, b.Package, out, b.Dir, err, msg)
 		}
 		log.Info("built operator binary", "image", image, "package", b.Package, "took", time.Since(start).Round(time.Millisecond).String())
 		r.entries[image] = program{binary: &Binary{Path: out, Package: b.Package, Dir: b.Dir}}

@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,13 +42,33 @@ func main() {
 	cache := flag.String("cache", "", "directory of the kept test binaries (required)")
 	parallel := flag.Int("p", 4, "test binaries run at once")
 	timeout := flag.Duration("timeout", 60*time.Minute, "-test.timeout of each binary")
+	summaryFile := flag.String("summary", "", "file for the line saying what was linked (default standard error; gotestsum counts a line there as an error)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] PACKAGES...")
 		os.Exit(2)
 	}
+	// Binaries run in their package's directory: a relative -cache would not name them there.
+	if abs, err := filepath.Abs(*cache); err != nil {
+		fatal(err)
+	} else {
+		*cache = abs
+	}
 	if err := os.MkdirAll(*cache, 0o755); err != nil {
 		fatal(err)
+	}
+	if *summaryFile != "" {
+		f, err := os.Create(*summaryFile)
+		if err != nil {
+			fatal(err)
+		}
+		defer f.Close()
+		summary.SetOutput(f)
+	}
+	if path, err := exec.Command("go", "tool", "-n", "test2json").Output(); err != nil {
+		fatal(fmt.Errorf("go tool -n test2json: %w", err))
+	} else {
+		test2json = strings.TrimSpace(string(path))
 	}
 	pkgs, err := testPackages(flag.Args())
 	if err != nil {
@@ -65,6 +86,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// summary says what was linked and kept.
+var summary = log.New(os.Stderr, "", 0)
 
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "testbin:", err)
@@ -171,7 +195,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready chan<- testPa
 	}
 	wg.Wait()
 	close(ready)
-	fmt.Fprintf(os.Stderr, "testbin: %d test binaries, %d linked in %s (the %d kept from an earlier run ran meanwhile)\n",
+	summary.Printf("testbin: %d test binaries, %d linked in %s (the %d kept from an earlier run ran meanwhile)\n",
 		len(pkgs), len(missing), time.Since(start).Round(100*time.Millisecond), len(pkgs)-len(missing))
 	return ok.Load()
 }
@@ -204,9 +228,13 @@ func run(ready <-chan testPackage, parallel int, timeout time.Duration, out *lin
 	return failed
 }
 
+// test2json is the go tool's test2json, found once (`go tool test2json` per binary cost a go process
+// each: ≈ 0.1 s of CPU times every package).
+var test2json string
+
 // runOne runs one test binary through test2json in its package's directory, as go test does.
 func runOne(p testPackage, timeout time.Duration, out *lineWriter) error {
-	cmd := exec.Command("go", "tool", "test2json", "-t", "-p", p.path, p.binary,
+	cmd := exec.Command(test2json, "-t", "-p", p.path, p.binary,
 		"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout="+timeout.String())
 	cmd.Dir = p.dir
 	cmd.Stderr = os.Stderr
