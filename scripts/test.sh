@@ -10,6 +10,10 @@ rm -f "$ARTIFACTS"/junit-*.xml   # the closing line must count this run only
 rm -rf "$ARTIFACTS/budget"        # so does the time budget
 export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
 export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
+# Every process of the run (API servers, etcd, OLM, the test binaries, the go tool) collects garbage at
+# 4x its live heap instead of 2x: the API servers spent ≈ 15 % of their CPU in GC, and make test is
+# CPU-bound on 2 cores. Measured 2026-11-25: 266 -> 246 s of CPU, peak memory in use 6.2 GiB.
+export GOGC=${GOGC:-400}
 gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
 
 rc=0

@@ -42,8 +42,9 @@ type OperandCleanupSpecInput struct {
 	// resource it made in another namespace, or outside the cluster, is gone). Unset, a finalizer that
 	// only removes itself passes (the specs warn).
 	Finalized func(ctx context.Context, c client.Client, sample *unstructured.Unstructured) error
-	// PendingListCap is the most instances the controller lists in status.cleanup.pendingDeletion
-	// (default 100); the listing spec creates more than that.
+	// PendingListCap is the most instances the controller lists in status.cleanup.pendingDeletion;
+	// the listing spec creates 20 more. Default: the --max-pending-listed of the operand-cleanup
+	// Deployment on the cluster (the stack installs it with 10), else the controller's default, 100.
 	PendingListCap int
 	// Timeout bounds each wait (default: intervals.SpecStep, 2m scaled by $CLEANUP_E2E_WAIT_SCALE).
 	Timeout time.Duration
@@ -72,9 +73,6 @@ func (in *OperandCleanupSpecInput) defaults() error {
 			return err
 		}
 		in.InstallModes = modes
-	}
-	if in.PendingListCap == 0 {
-		in.PendingListCap = 100
 	}
 	in.Timeout = intervals.Or(in.Timeout, intervals.SpecStep)
 	in.LeftoversTimeout = intervals.Or(in.LeftoversTimeout, intervals.Leftovers)

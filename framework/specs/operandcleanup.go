@@ -116,11 +116,13 @@ func Cases(in OperandCleanupSpecInput) ([]Case, error) {
 		Case{Name: "caps the pending list and says how many operands remain", Mode: first, Labels: []string{"cleanup-pending", "cleanup-cap"},
 			Run: func(ctx context.Context, t T) {
 				r := NewInstallationFor(ctx, t, in, first)
+				limit, err := pendingListCap(ctx, r.c, in.PendingListCap)
+				r.g.Expect(err).NotTo(HaveOccurred())
 				r.Install(ctx, in.BundleDir, ptr.To(true))
 				target := r.WatchedNamespaces()[0]
 				many := func(ns string) []*unstructured.Unstructured {
 					base := in.Samples(ns)[0]
-					out := make([]*unstructured.Unstructured, in.PendingListCap+20)
+					out := make([]*unstructured.Unstructured, limit+20)
 					for i := range out {
 						out[i] = base.DeepCopy()
 						out[i].SetName(fmt.Sprintf("%s-%03d", base.GetName(), i))
@@ -133,7 +135,7 @@ func Cases(in OperandCleanupSpecInput) ([]Case, error) {
 				r.Uninstall(ctx)
 				r.g.Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(
 					matchers.HavePhase(PhaseCleanup, ReasonWaitingOnCleanup),
-					matchers.HavePendingCount(in.PendingListCap),
+					matchers.HavePendingCount(limit),
 					matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", total)),
 				))
 				for _, o := range r.ops.items {

@@ -12,6 +12,13 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
+// testArgs are the flags a stack installs the controller with before
+// Components.OperandCleanupArgs (which win by name). The cap on the pending list is 10 instead of
+// 100: the spec library's cap case creates the cap plus 20 operands and reads the cap from the
+// Deployment, so it needs 30 operands instead of 120 (120 Memcacheds are 120 Deployments on kind),
+// and the cap's code path is the same.
+var testArgs = []string{"--max-pending-listed=10"}
+
 // ensureOperandCleanup reuses a controller that is there (waiting for it to be available, never
 // changing it, so OperandCleanupArgs do not apply to it) or installs the missing pieces of
 // config/operand-cleanup. It returns whether the controller's Deployment was there already.
@@ -40,7 +47,7 @@ func (s *Stack) ensureOperandCleanup(ctx context.Context) (bool, error) {
 		s.in.Log.Info("found the operand-cleanup controller; leaving it alone", "deployment", depKey.String())
 	case len(missing) == len(objs):
 		err := components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: s.c,
-			Args: s.in.OperandCleanupArgs, Timeout: s.in.Timeout})
+			Args: append(append([]string{}, testArgs...), s.in.OperandCleanupArgs...), Timeout: s.in.Timeout})
 		for _, o := range objs {
 			s.ledger.recordLive(ctx, o.GroupVersionKind(), o.GetNamespace(), o.GetName())
 		}

@@ -23,7 +23,8 @@ type Components struct {
 	// OperandCleanup ensures the operand-cleanup controller (config/operand-cleanup).
 	OperandCleanup bool
 	// OperandCleanupArgs override the controller's flags when this stack installs it (e.g.
-	// "--stall-timeout=5s"); a controller that was already there is left as it is.
+	// "--stall-timeout=5s"); a controller that was already there is left as it is. The stack installs
+	// it with --max-pending-listed=10 unless these say otherwise (see testArgs).
 	OperandCleanupArgs []string
 	// ClusterOperatorCRD ensures config.openshift.io's ClusterOperator CRD (config/crd), for CVO-style
 	// payloads. olm-operator treats a cluster serving config.openshift.io as OpenShift and, once
