@@ -47,13 +47,15 @@ var (
 		Doc: "multiplies every timeout of the framework (framework/intervals), e.g. 2 on a slow CI runner"}
 	Cache = Var{Name: "CLEANUP_E2E_CACHE", Doc: "the toolchain cache directory (default <repo>/_cache)"}
 	Root  = Var{Name: "CLEANUP_E2E_ROOT", Doc: "this repository's checkout, for a consumer module that needs its bundles or scripts"}
+	AuditDir = Var{Name: "CLEANUP_E2E_AUDIT_DIR",
+		Doc: "the envtest provider's API server writes an audit log (who made which request) to <dir>/<cluster>.log; scripts/auditsum sums it up"}
 	// JUnitPerRunDir is set by the flake hunt: each run writes its own JUnit file there.
 	JUnitPerRunDir = Var{Name: "CLEANUP_E2E_JUNIT_PER_RUN_DIR", Legacy: "JUNIT_PER_RUN_DIR", Valid: nonEmpty,
 		Doc: "write each run's JUnit report to a new file in this directory (the flake hunt sets it)"}
 )
 
 // All is every variable, in the order the README lists them.
-var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, JUnitPerRunDir}
+var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, JUnitPerRunDir}
 
 // Get returns the variable's value: Name's, else Legacy's when Valid accepts it, else "".
 func (v Var) Get() string {

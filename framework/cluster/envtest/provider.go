@@ -162,6 +162,9 @@ func (p *Provider) tryControlPlane(assets string, crds []*apiextensionsv1.Custom
 	}
 	env.ControlPlane.Etcd = &crenvtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.APIServer = &crenvtest.APIServer{CertDir: filepath.Join(dir, "apiserver"), Out: apiLog, Err: apiLog}
+	if err := p.audit(env.ControlPlane.APIServer); err != nil {
+		return err
+	}
 	if p.opts.ports != nil {
 		if port := p.opts.ports(attempt); port != 0 {
 			env.ControlPlane.APIServer.SecureServing.Address = "127.0.0.1"
