@@ -45,8 +45,8 @@ var (
 		Doc: "the kind node image (default: the one scripts/kind/node-image.sh last recorded)"}
 	WaitScale = Var{Name: "CLEANUP_E2E_WAIT_SCALE",
 		Doc: "multiplies every timeout of the framework (framework/intervals), e.g. 2 on a slow CI runner"}
-	Cache = Var{Name: "CLEANUP_E2E_CACHE", Doc: "the toolchain cache directory (default <repo>/_cache)"}
-	Root  = Var{Name: "CLEANUP_E2E_ROOT", Doc: "this repository's checkout, for a consumer module that needs its bundles or scripts"}
+	Cache    = Var{Name: "CLEANUP_E2E_CACHE", Doc: "the toolchain cache directory (default <repo>/_cache)"}
+	Root     = Var{Name: "CLEANUP_E2E_ROOT", Doc: "this repository's checkout, for a consumer module that needs its bundles or scripts"}
 	AuditDir = Var{Name: "CLEANUP_E2E_AUDIT_DIR",
 		Doc: "the envtest provider's API server writes an audit log (who made which request) to <dir>/<cluster>.log; scripts/auditsum sums it up"}
 	// JUnitPerRunDir is set by the flake hunt: each run writes its own JUnit file there.
