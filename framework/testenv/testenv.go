@@ -70,6 +70,8 @@ type Env struct {
 	cluster.Environment
 	// Stack is what runs on the cluster for the specs, and what of it this run created.
 	Stack *stack.Stack
+	// unlock releases a shared cluster's run lock (runlock.go); nil on envtest.
+	unlock func()
 }
 
 // Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
@@ -79,6 +81,17 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 		in.Log = logr.Discard()
 	}
 	var err error
+	unlock := func() {}
+	if in.Shared() {
+		if unlock, err = lockRun(runLockPath(in), in.Log); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
 	failed := func() bool { return err != nil }
 	done := budget.Start("setup "+in.Name, "provider-ready", failed)
 	p, err := NewProvider(ctx, in)
@@ -96,7 +109,7 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ensure the stack on provider %s: %w", p.Name(), err), p.Stop(context.WithoutCancel(ctx)))
 	}
-	return &Env{Environment: env, Stack: s}, nil
+	return &Env{Environment: env, Stack: s, unlock: unlock}, nil
 }
 
 // Stop tears the stack down, unless the provider deletes the cluster anyway, then stops the provider.
@@ -106,6 +119,9 @@ func (e *Env) Stop(ctx context.Context) error {
 		errs = append(errs, e.Stack.Teardown(ctx))
 	}
 	errs = append(errs, e.Provider.Stop(ctx))
+	if e.unlock != nil {
+		e.unlock() // the next run on a shared cluster may start
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop provider %s: %w", e.Provider.Name(), err)
 	}
