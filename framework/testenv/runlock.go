@@ -34,9 +34,55 @@ func runLockPath(in Input) string {
 	return filepath.Join(dir, "existing-"+hex.EncodeToString(h[:])[:16]+".run.lock")
 }
 
+// held is this process's holds of each run lock: a flock conflicts with every other open of the file,
+// the same process's too, so a second Start in one process (two test functions that each start an Env
+// and run in parallel) shares the hold instead of waiting for itself forever.
+var held = struct {
+	sync.Mutex
+	paths map[string]*heldLock
+}{paths: map[string]*heldLock{}}
+
+type heldLock struct {
+	mu    sync.Mutex // held while the flock is taken, so only one goroutine waits for it
+	f     *os.File
+	holds int
+}
+
 // lockRun takes the run lock at path, saying so when another run holds it (a wait of minutes would
 // otherwise look like a hang), and returns its release.
 func lockRun(path string, log logr.Logger) (func(), error) {
+	held.Lock()
+	h, ok := held.paths[path]
+	if !ok {
+		h = &heldLock{}
+		held.paths[path] = h
+	}
+	held.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.holds == 0 {
+		f, err := flockRun(path, log)
+		if err != nil {
+			return nil, err
+		}
+		h.f = f
+	}
+	h.holds++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.holds--; h.holds == 0 {
+				_ = syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
+				h.f.Close()
+			}
+		})
+	}, nil
+}
+
+// flockRun opens path and takes its exclusive flock, waiting for the run that holds it.
+func flockRun(path string, log logr.Logger) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -57,6 +103,5 @@ func lockRun(path string, log logr.Logger) (func(), error) {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	var once sync.Once
-	return func() { once.Do(func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }) }, nil
+	return f, nil
 }

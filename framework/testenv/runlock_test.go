@@ -1,12 +1,15 @@
 package testenv
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 )
 
@@ -18,10 +21,12 @@ func TestASecondRunOnASharedClusterWaitsForTheFirst(t *testing.T) {
 	var said []string
 	log := funcr.New(func(_, args string) { mu.Lock(); said = append(said, args); mu.Unlock() }, funcr.Options{})
 
-	first, err := lockRun(path, log)
+	// The other run is another process: its own open of the lock file.
+	other, err := flockRun(path, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
+	first := func() { other.Close() } // as when that process ends
 	second := make(chan func())
 	go func() {
 		unlock, err := lockRun(path, log)
@@ -36,7 +41,6 @@ func TestASecondRunOnASharedClusterWaitsForTheFirst(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	first()
-	first() // releasing twice (Stop after a failed Start) is harmless
 	select {
 	case unlock := <-second:
 		unlock()
@@ -62,5 +66,47 @@ func TestEachSharedClusterHasItsOwnRunLock(t *testing.T) {
 	t.Setenv("KUBECONFIG", "/b")
 	if b := runLockPath(Input{Provider: "existing"}); a == b {
 		t.Fatalf("two kubeconfigs share the run lock %s", a)
+	}
+}
+
+// TestStartsInOneProcessShareTheRunLock: two Envs of one process (parallel test functions) share the
+// hold instead of waiting for each other forever; the cluster is free once both released it, and a
+// release called twice (Stop after a failed Start) counts once.
+func TestStartsInOneProcessShareTheRunLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.run.lock")
+	free := func() bool { // can another process take it now?
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	}
+	a, err := lockRun(path, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan func())
+	go func() {
+		b, err := lockRun(path, logr.Discard())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- b
+	}()
+	var b func()
+	select {
+	case b = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second Start in the same process waits for the first")
+	}
+	a()
+	a()
+	if free() {
+		t.Fatal("the cluster was free while one Env of the process still used it")
+	}
+	b()
+	if !free() {
+		t.Fatal("the cluster stayed locked after both Envs released it")
 	}
 }
