@@ -82,23 +82,13 @@ type testEnv struct {
 }
 
 func startTestEnv() (*testEnv, error) {
-	assets, err := toolchain.EnvtestAssets()
-	if err != nil {
-		return nil, err
-	}
 	e := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
 		CRDs:                     []*apiextensionsv1.CustomResourceDefinition{crds.ClusterServiceVersion(), crds.OperatorGroup(), widgetKind.crd(), gadgetKind.crd(), clusterKind.crd(), sprocketKind.crd(), lifecycleKind.crd()},
 		ControlPlaneStartTimeout: 2 * time.Minute,
-		// envtest's default (10 s) for the CRDs to be served is a starved API server's whole start under
-		// contention (seen with the benchmarks at nice 19 beside stress-ng); it is a deadline, not a wait.
-		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
-		Scheme:            NewScheme(),
+		Scheme:                   NewScheme(),
 	}
-	cfg, err := e.Start()
+	cfg, err := toolchain.StartEnvtest(e)
 	if err != nil {
-		// envtest leaves etcd and kube-apiserver running when a later step of Start (CRDs) fails.
-		_ = e.Stop()
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = -1, 0

@@ -171,9 +171,8 @@ func (p *Provider) tryControlPlane(assets string, crds []*apiextensionsv1.Custom
 			env.ControlPlane.APIServer.SecureServing.Port = strconv.Itoa(port)
 		}
 	}
-	cfg, err := env.Start()
+	cfg, err := toolchain.StartEnvtest(env)
 	if err != nil {
-		_ = env.Stop()
 		_ = process.KillReferencing(dir)
 		return err
 	}

@@ -37,21 +37,11 @@ func TestApplier(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	assets, err := toolchain.EnvtestAssets()
-	Expect(err).NotTo(HaveOccurred(), "envtest binaries (kube-apiserver, etcd)")
 	co, err := crd.ClusterOperator()
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		// A minute, not envtest's 10 s, for the CRD to be served: a deadline that a starved API server
-		// under contention can need.
-		CRDInstallOptions: envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{co}, MaxTime: time.Minute},
-	}
-	cfg, err = testEnv.Start()
-	if err != nil {
-		_ = testEnv.Stop() // Start leaves etcd and kube-apiserver running when installing the CRD fails
-	}
-	Expect(err).NotTo(HaveOccurred())
+	testEnv = &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{co}}
+	cfg, err = toolchain.StartEnvtest(testEnv)
+	Expect(err).NotTo(HaveOccurred(), "envtest control plane (kube-apiserver, etcd) with the ClusterOperator CRD")
 	scheme = applier.NewScheme()
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
