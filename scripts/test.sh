@@ -8,6 +8,8 @@ ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 rm -f "$ARTIFACTS"/junit-*.xml   # the closing line must count this run only
 rm -rf "$ARTIFACTS/budget"        # so does the time budget
+# and the artifacts the mutation checks' failures leave on purpose (one set per run piled up)
+rm -rf "$ARTIFACTS"/mutant_* "$ARTIFACTS/examples"
 export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
 export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
 # Every process of the run (API servers, etcd, OLM, the test binaries, the go tool) collects garbage at
