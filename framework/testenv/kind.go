@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,11 +45,12 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool, own ...string) (
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "cleanup-e2e-kind", name+".lock"))
+	lock, err := lockFile(filepath.Join(os.TempDir(), "cleanup-e2e-kind", name+".lock"), log,
+		"another process is setting up the kind cluster; waiting to reuse it")
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	defer unlockFile(lock)
 	opts := []kind.Option{kind.WithName(name), kind.WithLogger(log)}
 	if keep {
 		opts = append(opts, kind.WithKeepCluster(true))
@@ -97,20 +97,4 @@ func readImagesList() ([]string, error) {
 		}
 	}
 	return out, sc.Err()
-}
-
-// lockFile takes an exclusive flock on path (created if needed); the returned func releases it.
-func lockFile(path string) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }

@@ -61,7 +61,7 @@ func lockRun(path string, log logr.Logger) (func(), error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.holds == 0 {
-		f, err := flockRun(path, log)
+		f, err := lockFile(path, log, "another run uses the shared cluster; waiting for it to end (one run at a time: each tears down its stack)")
 		if err != nil {
 			return nil, err
 		}
@@ -74,15 +74,16 @@ func lockRun(path string, log logr.Logger) (func(), error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			if h.holds--; h.holds == 0 {
-				_ = syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
-				h.f.Close()
+				unlockFile(h.f)
 			}
 		})
 	}, nil
 }
 
-// flockRun opens path and takes its exclusive flock, waiting for the run that holds it.
-func flockRun(path string, log logr.Logger) (*os.File, error) {
+// lockFile opens path and takes its exclusive flock; when another process holds it, it logs waiting
+// (a wait of minutes would otherwise look like a hang) and how long it waited. Release it with
+// unlockFile; a process that dies releases it too.
+func lockFile(path string, log logr.Logger, waiting string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -92,11 +93,10 @@ func flockRun(path string, log logr.Logger) (*os.File, error) {
 	}
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		log.Info("another run uses the shared cluster; waiting for it to end (one run at a time: each tears down its stack)",
-			"lock", path)
+		log.Info(waiting, "lock", path)
 		start := time.Now()
 		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err == nil {
-			log.Info("the other run ended", "waited", time.Since(start).Round(time.Second).String())
+			log.Info("got the lock", "lock", path, "waited", time.Since(start).Round(time.Second).String())
 		}
 	}
 	if err != nil {
@@ -104,4 +104,9 @@ func flockRun(path string, log logr.Logger) (*os.File, error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return f, nil
+}
+
+func unlockFile(f *os.File) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	f.Close()
 }

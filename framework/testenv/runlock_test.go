@@ -22,7 +22,7 @@ func TestASecondRunOnASharedClusterWaitsForTheFirst(t *testing.T) {
 	log := funcr.New(func(_, args string) { mu.Lock(); said = append(said, args); mu.Unlock() }, funcr.Options{})
 
 	// The other run is another process: its own open of the lock file.
-	other, err := flockRun(path, logr.Discard())
+	other, err := lockFile(path, logr.Discard(), "waiting")
 	if err != nil {
 		t.Fatal(err)
 	}

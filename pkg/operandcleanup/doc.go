@@ -98,11 +98,12 @@
 //
 // Operands are never cached. A cleanup pass (pass.go) lists them live, Options.ListPageSize (500) per
 // page (continue tokens), deletes as it goes, and keeps only the pending count and the first
-// MaxPendingListed pending operands, so the controller's memory does not grow with the number of CRs. While a cleanup needs a GroupKind, one
-// metadata watch of it (watches.go) requeues the CSVs concerned on creates and deletes and stores
-// nothing; Options.ResyncInterval is only a backstop. A pass that deleted nothing waits as long as it took
-// before the next one, so re-listing a large pending cleanup keeps the API server busy at most half the
-// time. Deletes run concurrently under a controller-wide bound (Options.DeleteConcurrency).
+// MaxPendingListed pending operands, so the controller's memory does not grow with the number of CRs.
+// While a cleanup needs a GroupKind, one metadata watch of it (watches.go) requeues the CSVs concerned
+// on creates and deletes and stores nothing; Options.ResyncInterval is only a backstop. A pass that
+// deleted nothing waits as long as it took before the next one, so re-listing a large pending cleanup
+// keeps the API server busy at most half the time. Deletes run concurrently under a controller-wide
+// bound (Options.DeleteConcurrency).
 //
 // Stalls: when the pending count has not decreased for Options.StallTimeout (or the CSV's
 // StallTimeoutAnnotation), a CleanupStalled Warning event names the blocking CRs and their finalizers.
