@@ -77,7 +77,9 @@ func (res lifecycleResult) failure() string {
 		res.seed, res.mode, strings.Join(res.original, "\n  "), len(res.ops), formatOps(res.ops), strings.Join(res.violations, "\n  "), envSeed, res.seed, envSequences)
 }
 
-var _ = Describe("randomized lifecycle", Serial, Label("lifecycle"), func() {
+// Not Serial: each Ginkgo process has its own control plane and controller (BeforeSuite), and
+// unsafeIgnoreOtherCSVs is per process, so these specs share nothing with another process's specs.
+var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
 	It("keeps every safety invariant over random install, upgrade, toggle, delete and restart sequences", func() {
 		base := envInt(envSeed, time.Now().UnixNano()%1_000_000)
 		n, steps, shrink := int(envInt(envSequences, 6)), int(envInt(envSteps, 18)), int(envInt(envShrink, 12))

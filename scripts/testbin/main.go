@@ -8,6 +8,8 @@
 //   - Packages start longest first (each package's duration in the previous run is kept beside the
 //     binaries), so the longest suite does not start last and end the run alone; kept binaries run
 //     while the changed ones are linked.
+//   - With -ginkgo-procs, named Ginkgo suites run on several Ginkgo processes through the Ginkgo CLI
+//     (ginkgo.go), reported as the same test as a plain run.
 //
 // Output is test2json events on stdout, one whole line at a time, for `gotestsum --raw-command`. Each
 // binary runs in its package's directory with -test.count=1 and -test.timeout, through `go tool
@@ -43,10 +45,15 @@ func main() {
 	parallel := flag.Int("p", 4, "test binaries run at once")
 	timeout := flag.Duration("timeout", 60*time.Minute, "-test.timeout of each binary")
 	summaryFile := flag.String("summary", "", "file for the line saying what was linked (default standard error; gotestsum counts a line there as an error)")
+	procsFlag := flag.String("ginkgo-procs", "", "Ginkgo suites run with several Ginkgo processes, PACKAGE=N,... (import path suffixes)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] PACKAGES...")
+		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-ginkgo-procs PACKAGE=N,...] PACKAGES...")
 		os.Exit(2)
+	}
+	procs, err := parseSuiteProcs(*procsFlag)
+	if err != nil {
+		fatal(err)
 	}
 	// Binaries run in their package's directory: a relative -cache would not name them there.
 	if abs, err := filepath.Abs(*cache); err != nil {
@@ -80,7 +87,7 @@ func main() {
 	ready := make(chan testPackage, len(pkgs))
 	linked := make(chan bool, 1)
 	go func() { linked <- link(*cache, pkgs, out, ready) }()
-	failed := run(ready, *parallel, *timeout, out, durations)
+	failed := run(ready, *cache, *parallel, *timeout, procs, out, durations)
 	durations.save(*cache)
 	if failed || !<-linked {
 		os.Exit(1)
@@ -206,7 +213,7 @@ func binaryName(pkg, key string) string {
 }
 
 // run runs the binaries as they become ready, parallel at once, and reports whether any failed.
-func run(ready <-chan testPackage, parallel int, timeout time.Duration, out *lineWriter, d durations) bool {
+func run(ready <-chan testPackage, cache string, parallel int, timeout time.Duration, procs suiteProcs, out *lineWriter, d durations) bool {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -216,7 +223,12 @@ func run(ready <-chan testPackage, parallel int, timeout time.Duration, out *lin
 		wg.Go(func() {
 			for p := range ready {
 				start := time.Now()
-				err := runOne(p, timeout, out)
+				var err error
+				if r := procs.of(p.path); r.procs > 1 {
+					err = runGinkgo(p, r, cache, timeout, out)
+				} else {
+					err = runBinary(p, timeout, out, true)
+				}
 				mu.Lock()
 				d[p.path] = time.Since(start).Seconds()
 				failed = failed || err != nil
@@ -232,10 +244,11 @@ func run(ready <-chan testPackage, parallel int, timeout time.Duration, out *lin
 // each: ≈ 0.1 s of CPU times every package).
 var test2json string
 
-// runOne runs one test binary through test2json in its package's directory, as go test does.
-func runOne(p testPackage, timeout time.Duration, out *lineWriter) error {
-	cmd := exec.Command(test2json, "-t", "-p", p.path, p.binary,
-		"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout="+timeout.String())
+// runBinary runs one test binary through test2json in its package's directory, as go test does, with
+// args added. Unless final, the package's own pass or fail is left out: more of its tests follow.
+func runBinary(p testPackage, timeout time.Duration, out *lineWriter, final bool, args ...string) error {
+	cmd := exec.Command(test2json, append([]string{"-t", "-p", p.path, p.binary,
+		"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout=" + timeout.String()}, args...)...)
 	cmd.Dir = p.dir
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -248,6 +261,9 @@ func runOne(p testPackage, timeout time.Duration, out *lineWriter) error {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for sc.Scan() {
+		if !final && packageResult(sc.Bytes()) {
+			continue
+		}
 		out.line(sc.Bytes())
 	}
 	if err := sc.Err(); err != nil {
@@ -256,12 +272,23 @@ func runOne(p testPackage, timeout time.Duration, out *lineWriter) error {
 	return cmd.Wait()
 }
 
+// packageResult says whether a test2json line is the package's own pass, fail or skip.
+func packageResult(line []byte) bool {
+	var e event
+	if json.Unmarshal(line, &e) != nil {
+		return false
+	}
+	return e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip")
+}
+
 // event is a test2json event (the fields testbin writes itself).
 type event struct {
 	Time    time.Time `json:",omitempty"`
 	Action  string
 	Package string
-	Output  string `json:",omitempty"`
+	Test    string  `json:",omitempty"`
+	Elapsed float64 `json:",omitempty"`
+	Output  string  `json:",omitempty"`
 }
 
 // lineWriter writes whole lines only, so that concurrent packages never interleave within a line.

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // A kept test binary must be linked again when anything linked into it changes, even a function body in
@@ -42,5 +48,98 @@ func TestKeyChangesWhenALinkedPackageChanges(t *testing.T) {
 	write("dep/dep.go", "package dep\n\n//go:noinline\nfunc Answer() int { return 43 }\n")
 	if changed := keyOf(); changed == first {
 		t.Fatalf("a function body of a dependency changed, the key did not: %s", changed)
+	}
+}
+
+// A suite run with -ginkgo-procs runs on that many Ginkgo processes and is reported like a plain run:
+// the package's other tests with their own results, the suite's test function passing or failing with
+// its specs, the package once, at the end.
+func TestGinkgoSuiteRunsOnItsProcessesAndIsReportedLikeAPlainRun(t *testing.T) {
+	pkgs, err := testPackages([]string{"./testdata/ginkgosuite"})
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("testPackages: %v, %v", pkgs, err)
+	}
+	p, cache := pkgs[0], t.TempDir()
+	p.binary = filepath.Join(cache, "suite.test")
+	if msg, err := exec.Command("go", "test", "-c", "-o", p.binary, "./testdata/ginkgosuite").CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, msg)
+	}
+	if test2json == "" {
+		path, err := exec.Command("go", "tool", "-n", "test2json").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		test2json = strings.TrimSpace(string(path))
+	}
+	run := func(failing string) (map[string]string, string, error) {
+		marks := t.TempDir()
+		t.Setenv("TESTBIN_FIXTURE_DIR", marks)
+		t.Setenv("TESTBIN_FIXTURE_FAIL", failing)
+		var buf bytes.Buffer
+		err := runGinkgo(p, suiteRun{test: "TestSuite", procs: 2}, cache, time.Minute, &lineWriter{w: &buf})
+		results := map[string]string{} // test ("" for the package) -> its last pass or fail
+		for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+			var e event
+			if json.Unmarshal([]byte(line), &e) != nil {
+				t.Fatalf("not a test2json event: %q", line)
+			}
+			if e.Action == "pass" || e.Action == "fail" {
+				if _, twice := results[e.Test]; twice {
+					t.Errorf("%q reported twice:\n%s", e.Test, buf.String())
+				}
+				results[e.Test] = e.Action
+			}
+		}
+		entries, _ := os.ReadDir(marks)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return results, strings.Join(names, " "), err
+	}
+
+	results, marks, err := run("")
+	if err != nil {
+		t.Fatalf("the suite passes, runGinkgo said %v", err)
+	}
+	if want := map[string]string{"TestPlain": "pass", "TestSuite": "pass", "": "pass"}; !maps.Equal(results, want) {
+		t.Errorf("results %v, want %v", results, want)
+	}
+	if !strings.Contains(marks, "-process-1") || !strings.Contains(marks, "-process-2") {
+		t.Errorf("specs should have run on Ginkgo processes 1 and 2, ran as %q", marks)
+	}
+	if _, err := os.Lstat(filepath.Join(p.dir, ".testbin-"+p.key+".test")); !os.IsNotExist(err) {
+		t.Errorf("the link to the binary in the package directory should be gone after the run: %v", err)
+	}
+
+	results, _, err = run("c")
+	if err == nil {
+		t.Error("a failing spec should fail the run")
+	}
+	if want := map[string]string{"TestPlain": "pass", "TestSuite": "fail", "": "fail"}; !maps.Equal(results, want) {
+		t.Errorf("with a failing spec: results %v, want %v", results, want)
+	}
+}
+
+func TestSuiteProcsSayWhichSuitesRunOnSeveralProcesses(t *testing.T) {
+	procs, err := parseSuiteProcs(" ./e2e/cleanup=2, pkg/operandcleanup:TestOperandCleanup=3,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg, want := range map[string]suiteRun{
+		"example.com/m/e2e/cleanup":          {procs: 2},
+		"example.com/m/pkg/operandcleanup":   {test: "TestOperandCleanup", procs: 3},
+		"example.com/m/e2e/cleanup/more":     {procs: 1},
+		"example.com/m/e2e/notcleanup":       {procs: 1},
+		"example.com/m/other/e2e/cleanupish": {procs: 1},
+	} {
+		if got := procs.of(pkg); got != want {
+			t.Errorf("%s: %+v, want %+v", pkg, got, want)
+		}
+	}
+	for _, bad := range []string{"e2e/cleanup", "e2e/cleanup=0", "e2e/cleanup=two", "=2", "./=2"} {
+		if _, err := parseSuiteProcs(bad); err == nil || !strings.Contains(err.Error(), "-ginkgo-procs") {
+			t.Errorf("%q: want an error naming -ginkgo-procs, got %v", bad, err)
+		}
 	}
 }
