@@ -19,9 +19,19 @@ export GOGC=${GOGC:-400}
 gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
 
 rc=0
-# The example consumer repos run alongside (their output is printed after the main run).
-examples_log="$ARTIFACTS/examples.log"
-bash "$REPO_ROOT/scripts/test-examples.sh" >"$examples_log" 2>&1 &
+# The example consumer repos run alongside (their output is printed after the main run), once the
+# main run has compiled the packages they share with it: on a cold Go build cache both compiled the
+# same packages at the same time, each on its own (the go command does not share compiles in
+# flight), and the first make test spent minutes doing everything twice on 2 cores.
+examples_log="$ARTIFACTS/examples.log" compiled="$ARTIFACTS/.compiled"
+rm -f "$compiled"
+(
+  if [ "${TEST_BINARY_CACHE:-1}" != 0 ]; then
+    # scripts/testbin creates it; so does the end of the main run. A make test stopped meanwhile: none.
+    until [ -e "$compiled" ]; do kill -0 $$ 2>/dev/null || exit 1; sleep 0.5; done
+  fi
+  bash "$REPO_ROOT/scripts/test-examples.sh"
+) >"$examples_log" 2>&1 &
 examples_pid=$!
 # One go test run over unit tests and the Ginkgo suites, so `go test -p` overlaps the long suites with
 # the unit tests (suite.RunSpecs randomizes specs and reads GINKGO_LABEL_FILTER). Four test binaries at
@@ -42,12 +52,14 @@ else
     GINKGO_SUITE_PROCS=e2e/cleanup=2,pkg/operandcleanup:TestOperandCleanup=2
   fi
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
-    -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -p "${TEST_PARALLEL:=4}" -timeout 60m ./...)
+    -compiled "$compiled" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -p "${TEST_PARALLEL:=4}" -timeout 60m ./...)
 fi
 step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $TEST_PARALLEL)" "${gotestsum[@]}" \
   --junitfile "$ARTIFACTS/junit-unit.xml" "${tests[@]}" || rc=1
 [ ! -s "$ARTIFACTS/testbin.txt" ] || cat "$ARTIFACTS/testbin.txt"
+touch "$compiled" # when testbin stopped before compiling everything, the examples still run
 wait "$examples_pid" || rc=1
+rm -f "$compiled"
 cat "$examples_log"
 # Ginkgo suites write one JUnit testcase per spec (framework/suite.RunSpecs); count those rather than
 # gotestsum's one-test-per-suite view of them.
