@@ -25,13 +25,19 @@ elif [ ! -x "$BIN_DIR/kube-$KUBE_VERSION/kube-apiserver" ] && [ "${ENVTEST_DOWNL
   from="setup-envtest ($dir)"
 fi
 
+# Kubernetes, etcd and OLM are separate Go modules, so separate go commands: they run side by side, the
+# links of one (single-threaded) overlapping the compiles of the others.
+builds=()
 if [ -n "$from" ]; then
   log "kube-apiserver and etcd from $from"
-  bash "$REPO_ROOT/scripts/build-kube.sh" kube-controller-manager
+  bash "$REPO_ROOT/scripts/build-kube.sh" kube-controller-manager & builds+=($!)
 else
   [ -x "$BIN_DIR/kube-$KUBE_VERSION/kube-apiserver" ] || log "building kube-apiserver and etcd from source"
-  bash "$REPO_ROOT/scripts/build-kube.sh" kube-apiserver kube-controller-manager
-  bash "$REPO_ROOT/scripts/build-etcd.sh"
+  bash "$REPO_ROOT/scripts/build-kube.sh" kube-apiserver kube-controller-manager & builds+=($!)
+  bash "$REPO_ROOT/scripts/build-etcd.sh" & builds+=($!)
 fi
-bash "$REPO_ROOT/scripts/build-olm.sh" olm
+bash "$REPO_ROOT/scripts/build-olm.sh" olm & builds+=($!)
+failed=0
+for pid in "${builds[@]}"; do wait "$pid" || failed=1; done
+[ "$failed" = 0 ] || die "a build of the envtest toolchain failed: its error is above"
 log "envtest toolchain ready in $((SECONDS - start))s under $BIN_DIR"
