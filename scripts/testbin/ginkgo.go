@@ -45,15 +45,28 @@ func parseSuiteProcs(s string) (suiteProcs, error) {
 	return out, nil
 }
 
-// of is how pkg's suite runs (procs 1: a plain test binary run).
+// of is how pkg's suite runs (procs 1: a plain test binary run); the longest suffix that matches wins.
 func (s suiteProcs) of(pkg string) suiteRun {
-	for suffix, r := range s {
-		if pkg == suffix || strings.HasSuffix(pkg, "/"+suffix) {
-			return r
+	r, best := suiteRun{procs: 1}, ""
+	for suffix, sr := range s {
+		if matches(pkg, suffix) && len(suffix) > len(best) {
+			r, best = sr, suffix
 		}
 	}
-	return suiteRun{procs: 1}
+	return r
 }
+
+// check fails for a suffix that names none of pkgs: a typo would silently run the suite plainly.
+func (s suiteProcs) check(pkgs []testPackage) error {
+	for suffix := range s {
+		if !slices.ContainsFunc(pkgs, func(p testPackage) bool { return matches(p.path, suffix) }) {
+			return fmt.Errorf("-ginkgo-procs names %s, which is none of the packages with tests", suffix)
+		}
+	}
+	return nil
+}
+
+func matches(pkg, suffix string) bool { return pkg == suffix || strings.HasSuffix(pkg, "/"+suffix) }
 
 // ginkgoCLI is the Ginkgo CLI of the module's Ginkgo version in dir, made once per run (a copy from go
 // run's cache of executables when it is there already, not a link).
@@ -139,8 +152,8 @@ func suiteFunction(p testPackage, named string) (test string, others bool, err e
 }
 
 // ginkgoRun runs the Ginkgo CLI on p's binary, in p's directory, calling line for each line of its
-// output. The CLI runs a compiled suite in the directory that holds it, so
-// the kept binary is linked there for the run (a hidden *.test name: .gitignore has *.test).
+// output. The CLI runs a compiled suite in the directory that holds it, so the kept binary is linked
+// there for the run (a hidden *.test name: .gitignore has *.test).
 func ginkgoRun(p testPackage, procs int, cache string, timeout time.Duration, test string, line func(string)) error {
 	cli, err := ginkgoCLI(cache)
 	if err != nil {

@@ -82,6 +82,9 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	if err := procs.check(pkgs); err != nil {
+		fatal(err)
+	}
 	if *compiled != "" {
 		if err := os.WriteFile(*compiled, nil, 0o644); err != nil {
 			fatal(err)

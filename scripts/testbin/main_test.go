@@ -137,6 +137,13 @@ func TestSuiteProcsSayWhichSuitesRunOnSeveralProcesses(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", pkg, got, want)
 		}
 	}
+	if got := (suiteProcs{"cleanup": {procs: 2}, "e2e/cleanup": {procs: 3}}).of("example.com/m/e2e/cleanup"); got.procs != 3 {
+		t.Errorf("the longest matching suffix should win, got %+v", got)
+	}
+	pkgs := []testPackage{{path: "example.com/m/e2e/cleanup"}}
+	if err := procs.check(pkgs); err == nil || !strings.Contains(err.Error(), "pkg/operandcleanup") {
+		t.Errorf("a suffix naming no package with tests should be an error naming it, got %v", err)
+	}
 	for _, bad := range []string{"e2e/cleanup", "e2e/cleanup=0", "e2e/cleanup=two", "=2", "./=2"} {
 		if _, err := parseSuiteProcs(bad); err == nil || !strings.Contains(err.Error(), "-ginkgo-procs") {
 			t.Errorf("%q: want an error naming -ginkgo-procs, got %v", bad, err)
