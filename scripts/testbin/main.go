@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -329,8 +330,9 @@ type queue struct {
 	d      durations
 }
 
+// newQueue orders by a copy of d: the runners record this run's durations in d meanwhile.
 func newQueue(d durations) *queue {
-	q := &queue{d: d}
+	q := &queue{d: maps.Clone(d)}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
