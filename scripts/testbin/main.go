@@ -115,6 +115,12 @@ func fatal(err error) {
 // keyLen is how many hex digits of the hash name a binary.
 const keyLen = 20
 
+// linkFlags are the linker flags of every kept binary, part of its key. -w leaves out the DWARF debug
+// information, which only a debugger reads (stack traces, Ginkgo's code locations and pprof use the
+// symbol and line tables that stay): a cold link of e2e/cleanup's test binary takes 2.4 s of CPU
+// instead of 3.6 s (measured 2026-11-26), and a first make test links 40 of them.
+const linkFlags = "-w"
+
 // testPackage is one package with tests: its test main's dependencies decide its key.
 type testPackage struct {
 	path, dir, key string
@@ -150,7 +156,7 @@ func testPackages(patterns []string) ([]testPackage, error) {
 	var out []testPackage
 	for _, m := range mains {
 		h := sha256.New()
-		fmt.Fprintf(h, "%s %s/%s\n%s %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, m, ids[m])
+		fmt.Fprintf(h, "%s %s/%s -ldflags=%s\n%s %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, linkFlags, m, ids[m])
 		for _, d := range deps[m] {
 			if ids[d] == "" && d != "unsafe" { // unsafe is the one package with nothing compiled
 				return nil, fmt.Errorf("go list gave no build ID for %s (a dependency of %s)", d, m)
@@ -188,7 +194,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready *queue) bool 
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			msg, err := exec.Command("go", "test", "-c", "-o", p.binary+".tmp", p.path).CombinedOutput()
+			msg, err := exec.Command("go", "test", "-c", "-ldflags="+linkFlags, "-o", p.binary+".tmp", p.path).CombinedOutput()
 			if err == nil {
 				err = os.Rename(p.binary+".tmp", p.binary)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"maps"
 	"os"
@@ -48,6 +49,41 @@ func TestKeyChangesWhenALinkedPackageChanges(t *testing.T) {
 	write("dep/dep.go", "package dep\n\n//go:noinline\nfunc Answer() int { return 43 }\n")
 	if changed := keyOf(); changed == first {
 		t.Fatalf("a function body of a dependency changed, the key did not: %s", changed)
+	}
+}
+
+// A kept binary is linked without DWARF (linkFlags), and a failing test still names its file and line:
+// what a user reads comes from the line table, which -w keeps.
+func TestKeptBinariesLeaveOutDebugInfoAndStillNameTheFailingLine(t *testing.T) {
+	pkgs, err := testPackages([]string{"./testdata/failsatline"})
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("testPackages: %v, %v", pkgs, err)
+	}
+	cache := t.TempDir()
+	var buf bytes.Buffer
+	ready := newQueue(nil)
+	if !link(cache, pkgs, &lineWriter{w: &buf}, ready) {
+		t.Fatalf("link failed:\n%s", buf.String())
+	}
+	p, _ := ready.pop()
+	f, err := elf.Open(p.binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, s := range f.Sections {
+		if strings.HasPrefix(s.Name, ".debug_") || strings.HasPrefix(s.Name, ".zdebug_") {
+			t.Errorf("the kept binary has the debug section %s; linkFlags %q should leave DWARF out", s.Name, linkFlags)
+		}
+	}
+	cmd := exec.Command(p.binary, "-test.run=TestFails")
+	cmd.Dir = p.dir
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the fixture's test should fail:\n%s", out)
+	}
+	if !strings.Contains(string(out), "fails_test.go:7: the line a user looks for") {
+		t.Errorf("the failure should name fails_test.go:7, got:\n%s", out)
 	}
 }
 
