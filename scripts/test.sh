@@ -34,13 +34,15 @@ rm -f "$compiled"
 ) >"$examples_log" 2>&1 &
 examples_pid=$!
 # One go test run over unit tests and the Ginkgo suites, so `go test -p` overlaps the long suites with
-# the unit tests (suite.RunSpecs randomizes specs and reads GINKGO_LABEL_FILTER). Four test binaries at
-# once on 2 cores: they mostly wait on their control planes (≈ 1.2 cores busy with go's default of 2);
-# measured warm on 2026-11-24, 271 s instead of 340 s for the go test run, 4m31 instead of 5m41 in all.
+# the unit tests (suite.RunSpecs randomizes specs and reads GINKGO_LABEL_FILTER). Six test binaries at
+# once on 2 cores: they mostly wait (control planes, OLM, quiet windows), and with four the four longest
+# suites held every slot while the cores idled ≈ 50 core-seconds of a run. Measured warm on 2026-11-26,
+# whole make test: -p 4 156-164 s, 5 151 s, 6 140-154 s (4 runs, mean 146), 7 156 s, 8 185 s (the long
+# suites start starved and end the run alone). Go's default (2, one per core) was 5m41 on 2026-11-24.
 # Test binaries are kept between runs in $CACHE_DIR/testbin (scripts/testbin: go test links every one
 # again on each run, 27 s of a warm run here); TEST_BINARY_CACHE=0 runs plain `go test` instead.
 if [ "${TEST_BINARY_CACHE:-1}" = 0 ]; then
-  tests=(-- -count=1 -p "${TEST_PARALLEL:=4}" -timeout 60m ./...)
+  tests=(-- -count=1 -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 else
   go build -o "$CACHE_DIR/testbin/testbin" ./scripts/testbin
   # Its line on what it linked goes to a file: gotestsum counts a line on standard error as an error.
@@ -52,7 +54,7 @@ else
     GINKGO_SUITE_PROCS=e2e/cleanup=2,pkg/operandcleanup:TestOperandCleanup=2
   fi
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
-    -compiled "$compiled" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -p "${TEST_PARALLEL:=4}" -timeout 60m ./...)
+    -compiled "$compiled" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 fi
 step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $TEST_PARALLEL)" "${gotestsum[@]}" \
   --junitfile "$ARTIFACTS/junit-unit.xml" "${tests[@]}" || rc=1
