@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -39,6 +41,31 @@ func TestEnsureNamespacesWaitsOutATerminatingNamespace(t *testing.T) {
 	must(t, olm.EnsureNamespaces(ctx, c, name))
 	if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "right-after"}}); err != nil {
 		t.Fatalf("creating an object right after EnsureNamespaces: %v", err)
+	}
+}
+
+// The caller's deadline can end the wait in the middle of a request (a loaded API server answers
+// slowly): the error still says what was seen before — the namespace terminating and its finalizer —
+// not the cancelled request's "context deadline exceeded" (a make test on 2026-11-26 failed so).
+func TestEnsureNamespacesSaysWhatHoldsTheNamespaceWhenTheDeadlineCutsARequest(t *testing.T) {
+	now := metav1.Now()
+	held := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "reused", DeletionTimestamp: &now,
+		Finalizers: []string{"cleanup-e2e.io/test-hold"}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	creates := 0
+	c := interceptor.NewClient(fake.NewClientBuilder().WithObjects(held).Build(), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if creates++; creates == 2 { // the second try: the deadline comes while the request is out
+				cancel()
+				return ctx.Err()
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	err := olm.EnsureNamespaces(ctx, c, "reused")
+	if err == nil || !strings.Contains(err.Error(), "namespace reused is still terminating") || !strings.Contains(err.Error(), "test-hold") {
+		t.Fatalf("want an error naming the terminating namespace and its finalizer, got %v", err)
 	}
 }
 
