@@ -22,6 +22,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -34,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -97,8 +99,9 @@ func main() {
 	ready := newQueue(durations)
 	linked := make(chan bool, 1)
 	go func() { linked <- link(*cache, pkgs, out, ready) }()
-	failed := run(ready, *cache, *parallel, *timeout, procs, out, durations)
+	failed, spans := run(ready, *cache, *parallel, *timeout, procs, out, durations)
 	durations.save(*cache)
+	summary.Print(critical(spans, 5))
 	if failed || !<-linked {
 		os.Exit(1)
 	}
@@ -229,11 +232,13 @@ func binaryName(pkg, key string) string {
 }
 
 // run runs the binaries as they become ready, parallel at once, and reports whether any failed.
-func run(ready *queue, cache string, parallel int, timeout time.Duration, procs suiteProcs, out *lineWriter, d durations) bool {
+func run(ready *queue, cache string, parallel int, timeout time.Duration, procs suiteProcs, out *lineWriter, d durations) (bool, []span) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
 		failed bool
+		spans  []span
+		begin  = time.Now()
 	)
 	for range max(parallel, 1) {
 		wg.Go(func() {
@@ -247,13 +252,57 @@ func run(ready *queue, cache string, parallel int, timeout time.Duration, procs 
 				}
 				mu.Lock()
 				d[p.path] = time.Since(start).Seconds()
+				spans = append(spans, span{pkg: p.path, start: start.Sub(begin), end: time.Since(begin)})
 				failed = failed || err != nil
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return failed
+	return failed, spans
+}
+
+// span is when a package's tests ran, from the start of the run.
+type span struct {
+	pkg        string
+	start, end time.Duration
+}
+
+// critical says which package ended the run and which took longest. On a busy machine the last one
+// to end bounds the run, and a package that suddenly takes longer shows here before anyone opens the
+// JUnit files.
+func critical(spans []span, longest int) string {
+	if len(spans) == 0 {
+		return ""
+	}
+	byEnd := slices.Clone(spans)
+	slices.SortStableFunc(byEnd, func(a, b span) int { return cmp.Compare(b.end, a.end) })
+	last := byEnd[0]
+	slices.SortStableFunc(byEnd, func(a, b span) int { return cmp.Compare(b.end-b.start, a.end-a.start) })
+	trim := commonDir(spans)
+	var top []string
+	for _, s := range byEnd[:min(longest, len(byEnd))] {
+		top = append(top, fmt.Sprintf("%s %s", strings.TrimPrefix(s.pkg, trim), seconds(s.end-s.start)))
+	}
+	return fmt.Sprintf("testbin: the tests ran %s and ended with %s (ran %s from %s); the longest: %s\n",
+		seconds(last.end), strings.TrimPrefix(last.pkg, trim), seconds(last.end-last.start), seconds(last.start),
+		strings.Join(top, ", "))
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.0f s", d.Seconds()) }
+
+// commonDir is the import path prefix, up to a slash, that every package shares (the module's path).
+func commonDir(spans []span) string {
+	prefix := spans[0].pkg
+	for _, s := range spans[1:] {
+		for !strings.HasPrefix(s.pkg, prefix) {
+			prefix = prefix[:len(prefix)-1]
+		}
+	}
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		return prefix[:i+1]
+	}
+	return ""
 }
 
 // test2json is the go tool's test2json, found once (`go tool test2json` per binary cost a go process

@@ -207,3 +207,25 @@ func TestTheLongestReadyPackageRunsFirst(t *testing.T) {
 		t.Errorf("order %q, want %q", got, "new long short")
 	}
 }
+
+// The summary names the package that ended the run (it bounds make test on a busy machine) and the
+// longest ones, without the module path they share.
+func TestTheSummaryNamesThePackageThatEndedTheRunAndTheLongest(t *testing.T) {
+	spans := []span{
+		{pkg: "example.com/m/e2e/cleanup", start: 2 * time.Second, end: 142 * time.Second},
+		{pkg: "example.com/m/pkg/operandcleanup", start: time.Second, end: 119 * time.Second},
+		{pkg: "example.com/m/fixtures", start: 130 * time.Second, end: 145 * time.Second},
+		{pkg: "example.com/m/scripts", start: 3 * time.Second, end: 4 * time.Second},
+	}
+	want := "testbin: the tests ran 145 s and ended with fixtures (ran 15 s from 130 s); the longest: " +
+		"e2e/cleanup 140 s, pkg/operandcleanup 118 s\n"
+	if got := critical(spans, 2); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := critical(spans[:1], 3); !strings.Contains(got, "ended with cleanup (ran 140 s from 2 s)") {
+		t.Errorf("one package: %q", got)
+	}
+	if got := critical(nil, 3); got != "" {
+		t.Errorf("no package ran: %q, want nothing", got)
+	}
+}
