@@ -29,9 +29,9 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	var createErr error
 	err := poll(ctx, intervals.Get(intervals.Gone), func() (bool, string) {
 		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		if ctx.Err() != nil {
-			// The caller's deadline ended the request, not the API server: the error to report is the
-			// state seen before (still terminating, and what holds it), which Poll keeps.
+		if err != nil && ctx.Err() != nil {
+			// The caller's context (its deadline) ended the request, not the API server: the error to
+			// report is the state seen before (still terminating, and what holds it), which Poll keeps.
 			return false, fmt.Sprintf("create namespace %s: %v", name, err)
 		}
 		if createErr = client.IgnoreAlreadyExists(err); createErr != nil {
