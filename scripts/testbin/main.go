@@ -276,13 +276,12 @@ func critical(spans []span, longest int) string {
 	if len(spans) == 0 {
 		return ""
 	}
-	byEnd := slices.Clone(spans)
-	slices.SortStableFunc(byEnd, func(a, b span) int { return cmp.Compare(b.end, a.end) })
-	last := byEnd[0]
-	slices.SortStableFunc(byEnd, func(a, b span) int { return cmp.Compare(b.end-b.start, a.end-a.start) })
+	last := slices.MaxFunc(spans, func(a, b span) int { return cmp.Compare(a.end, b.end) })
+	byLength := slices.Clone(spans)
+	slices.SortStableFunc(byLength, func(a, b span) int { return cmp.Compare(b.end-b.start, a.end-a.start) })
 	trim := commonDir(spans)
 	var top []string
-	for _, s := range byEnd[:min(longest, len(byEnd))] {
+	for _, s := range byLength[:min(longest, len(byLength))] {
 		top = append(top, fmt.Sprintf("%s %s", strings.TrimPrefix(s.pkg, trim), seconds(s.end-s.start)))
 	}
 	return fmt.Sprintf("testbin: the tests ran %s and ended with %s (ran %s from %s); the longest: %s\n",
