@@ -116,8 +116,8 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 	// The stall clock first (it may resume from the status a previous run wrote), then the status, which
 	// persists it.
 	// No event tells that the operator's Deployment or namespace went away (they are not watched, to keep
-	// the cache small): while operands are pending, look again at least every operatorRecheck.
-	next := min(r.opts.ResyncInterval, r.checkStall(ctx, csv, st, res), operatorRecheck)
+	// the cache small): while operands are pending, look again at least every Options.operatorRecheck().
+	next := min(r.opts.ResyncInterval, r.checkStall(ctx, csv, st, res), r.opts.operatorRecheck())
 	progress := metav1.NewTime(st.stallSince.Truncate(time.Second))
 	wait, serr := r.writeStatus(ctx, csv, st, reason, msg, lists, &progress)
 	if serr != nil && err == nil {

@@ -58,6 +58,7 @@ func ParseFlags(args []string, getenv func(string) string) (*Flags, error) {
 	// Accepted so that existing deployments keep starting: operands are listed live, there is no informer to wait for.
 	fs.Duration("informer-sync-timeout", 0, "deprecated and ignored (operands are no longer cached)")
 	fs.IntVar(&f.Options.ListPageSize, "list-page-size", DefaultListPageSize, "operands per list call of a cleanup pass")
+	fs.DurationVar(&f.Options.OperatorCheckInterval, "operator-check-interval", DefaultOperatorCheckInterval, "how often a pending cleanup reads whether its operator still runs (OperatorGone is reported within twice this)")
 	fs.IntVar(&f.Options.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "CSVs reconciled in parallel")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -79,7 +80,7 @@ func ParseFlags(args []string, getenv func(string) string) (*Flags, error) {
 			return nil, fmt.Errorf("--%s must be positive, got %d", name, v)
 		}
 	}
-	for name, v := range map[string]time.Duration{"stall-timeout": f.Options.StallTimeout, "resync-interval": f.Options.ResyncInterval} {
+	for name, v := range map[string]time.Duration{"stall-timeout": f.Options.StallTimeout, "resync-interval": f.Options.ResyncInterval, "operator-check-interval": f.Options.OperatorCheckInterval} {
 		if v <= 0 {
 			return nil, fmt.Errorf("--%s must be positive, got %s", name, v)
 		}

@@ -14,13 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// operatorCheckInterval spaces the live reads that tell whether the operator still runs: a cleanup pass
-// runs on every operand event, the operator rarely disappears.
-const operatorCheckInterval = 5 * time.Second
-
 // operatorRecheck is the longest a pending cleanup waits for its next pass, so that a vanished operator
-// is reported within seconds even when no operand event comes.
-const operatorRecheck = 2 * operatorCheckInterval
+// is reported within seconds even when no operand event comes. The operator's Deployments are read
+// live, at most every Options.OperatorCheckInterval (a cleanup pass runs on every operand event, the
+// operator rarely disappears), rather than watched: a watch would cache every Deployment of the cluster.
+func (o Options) operatorRecheck() time.Duration { return 2 * o.OperatorCheckInterval }
 
 // operatorGone tells why the operator of csv can no longer remove its operands' finalizers, or "" when
 // it still can (or it cannot be told): the CSV's namespace is terminating (its Deployment and pods go
@@ -29,7 +27,7 @@ const operatorRecheck = 2 * operatorCheckInterval
 func (r *Reconciler) operatorGone(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (string, error) {
 	st := r.stateFor(keyOf(csv))
 	now := r.opts.Now()
-	if !st.operatorCheckedAt.IsZero() && now.Sub(st.operatorCheckedAt) < operatorCheckInterval {
+	if !st.operatorCheckedAt.IsZero() && now.Sub(st.operatorCheckedAt) < r.opts.OperatorCheckInterval {
 		return st.operatorGone, nil
 	}
 	why, err := r.checkOperator(ctx, csv)

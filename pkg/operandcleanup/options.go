@@ -88,6 +88,11 @@ type Options struct {
 	// ListPageSize is the limit of one list call of a cleanup pass (operands are listed live, page by
 	// page, and never cached). Default 500.
 	ListPageSize int
+	// OperatorCheckInterval spaces the live reads that tell whether the operator of a pending cleanup
+	// still runs (its Deployments, its namespace); a pending cleanup is looked at again at least every
+	// twice this, so a vanished operator is reported (reason OperatorGone) within 2× it even when no
+	// operand event comes. Default 5s.
+	OperatorCheckInterval time.Duration
 	// MaxConcurrentReconciles for the CSV controller. Default 4.
 	MaxConcurrentReconciles int
 	// Now returns the current time (tests). Default time.Now.
@@ -102,6 +107,7 @@ const (
 	DefaultResyncInterval          = time.Minute
 	DefaultStatusUpdateInterval    = 2 * time.Second
 	DefaultMaxConcurrentReconciles = 4
+	DefaultOperatorCheckInterval   = 5 * time.Second
 	DefaultListPageSize            = 500
 )
 
@@ -125,6 +131,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ListPageSize <= 0 {
 		o.ListPageSize = DefaultListPageSize
+	}
+	if o.OperatorCheckInterval <= 0 {
+		o.OperatorCheckInterval = DefaultOperatorCheckInterval
 	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles

@@ -34,6 +34,8 @@ var suiteArgs = []string{
 	"--max-pending-listed=5",
 	"--status-update-interval=100ms",
 	"--stall-timeout=10m",
+	// A vanished operator is reported within 2× this (default 5 s): the OperatorGone specs wait for it.
+	"--operator-check-interval=500ms",
 	"--delete-concurrency=8",
 	// Every pass over more than 3 operands spans pages, so the randomized lifecycle spec exercises the
 	// paging and the per-page live verification, not only single-page passes.

@@ -142,11 +142,11 @@ func TestIsReplacedByPhase(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	f, err := ParseFlags([]string{"--stall-timeout=30s", "--metrics-bind-address=:1", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, nil)
-	if err != nil || f.Options.StallTimeout != 30*time.Second || f.MetricsBindAddress != "0" {
+	f, err := ParseFlags([]string{"--stall-timeout=30s", "--metrics-bind-address=:1", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--operator-check-interval=250ms"}, nil)
+	if err != nil || f.Options.StallTimeout != 30*time.Second || f.MetricsBindAddress != "0" || f.Options.OperatorCheckInterval != 250*time.Millisecond {
 		t.Fatalf("%+v %v", f, err)
 	}
-	for _, bad := range [][]string{{"--stall-timeout=0"}, {"--delete-concurrency=-1"}, {"--list-page-size=0"}, {"--nope"}, {"extra"}, {"--leader-elect"}} {
+	for _, bad := range [][]string{{"--stall-timeout=0"}, {"--delete-concurrency=-1"}, {"--list-page-size=0"}, {"--operator-check-interval=0s"}, {"--nope"}, {"extra"}, {"--leader-elect"}} {
 		if _, err := ParseFlags(bad, nil); err == nil {
 			t.Errorf("%v must fail", bad)
 		}
