@@ -30,7 +30,7 @@ rm -f "$compiled"
     # scripts/testbin creates it; so does the end of the main run. A make test stopped meanwhile: none.
     until [ -e "$compiled" ]; do kill -0 $$ 2>/dev/null || exit 1; sleep 0.5; done
   fi
-  bash "$REPO_ROOT/scripts/test-examples.sh"
+  EXAMPLES_AT_ONCE=${EXAMPLES_AT_ONCE:-1} bash "$REPO_ROOT/scripts/test-examples.sh"
 ) >"$examples_log" 2>&1 &
 examples_pid=$!
 # One go test run over unit tests and the Ginkgo suites, so `go test -p` overlaps the long suites with
@@ -46,12 +46,16 @@ if [ "${TEST_BINARY_CACHE:-1}" = 0 ]; then
 else
   go build -o "$CACHE_DIR/testbin/testbin" ./scripts/testbin
   # Its line on what it linked goes to a file: gotestsum counts a line on standard error as an error.
-  # The two longest suites (alone 111 s and 105 s, mostly waiting: OLM, quiet windows, rechecks) run on
-  # two Ginkgo processes each where cores are free: alone they then take 67 s and 62 s (2026-11-25).
-  # On 2 cores make test is CPU-bound and they gained nothing: 2m29-2m34 with them, 2m33-2m35 without,
-  # for ≈ 10 % more CPU (the controller suite starts a control plane per process). So: 4 cores or more.
-  if [ -z "${GINKGO_SUITE_PROCS+set}" ] && [ "$(nproc)" -ge 4 ]; then
-    GINKGO_SUITE_PROCS=e2e/cleanup=2,pkg/operandcleanup:TestOperandCleanup=2
+  # The two longest suites (alone ≈ 106 s each, mostly waiting: OLM, quiet windows, rechecks) run on
+  # two Ginkgo processes. e2e/cleanup's processes share one envtest cluster (framework/suite): alone
+  # 106 → 65 s for 3.7 s more CPU (2026-11-26), so always. The controller suite starts a control plane
+  # and a controller per process (≈ 10 % more CPU): on 2 cores, where make test is CPU-bound, that
+  # gained nothing (2m29-2m34 with it, 2m33-2m35 without, 2026-11-25), so only from 4 cores.
+  if [ -z "${GINKGO_SUITE_PROCS+set}" ]; then
+    GINKGO_SUITE_PROCS=e2e/cleanup=2
+    if [ "$(nproc)" -ge 4 ]; then
+      GINKGO_SUITE_PROCS+=,pkg/operandcleanup:TestOperandCleanup=2
+    fi
   fi
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
     -compiled "$compiled" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)

@@ -14,8 +14,8 @@ import (
 // Setup is what a suite does with its cluster once the provider and the stack are up. Both hooks are
 // optional.
 type Setup struct {
-	// Cluster runs once per cluster, after the stack: in every process on envtest (one cluster per
-	// process), only in process 1 on kind and existing (one cluster shared by all processes).
+	// Cluster runs once, after the stack, in process 1: the processes of a parallel run share one
+	// cluster on every provider.
 	Cluster func(ctx context.Context, env cluster.Environment)
 	// Process runs in every Ginkgo process with the environment its specs use.
 	Process func(ctx context.Context, env cluster.Environment)
@@ -39,9 +39,11 @@ func Environment(in testenv.Input, decorators ...any) func() cluster.Environment
 }
 
 // SynchronizedProvider registers the suite's SynchronizedBeforeSuite and SynchronizedAfterSuite (so a
-// suite using it has no BeforeSuite/AfterSuite of its own). The process that owns a cluster starts it
-// with its stack (testenv.Start) and runs setup.Cluster; on kind and existing that is process 1, which
-// hands the cluster's name to the others, which connect to it. At the end the owner tears the stack
+// suite using it has no BeforeSuite/AfterSuite of its own). Process 1 starts the cluster with its stack
+// (testenv.Start) and runs setup.Cluster, then hands the cluster (testenv.Shared) to the other
+// processes, which connect to it. On envtest too: its local runtime, in process 1, runs the operators
+// every process installs, so N processes cost one control plane, kube-controller-manager and OLM, not
+// N (Serial specs run in process 1, which can stop OLM). At the end the owner tears the stack
 // down (skipped when the provider deletes the cluster anyway) and stops the provider, after every
 // process is done. in.Name gets the process number; in.Log defaults to GinkgoWriter. decorators
 // (e.g. NodeTimeout) apply to the before-suite node. Use at the top level: var _ = ...
@@ -54,8 +56,7 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 		routeLibraryLogs()
 		in := in
 		in.Name = fmt.Sprintf("%s-%d", in.Name, ginkgo.GinkgoParallelProcess())
-		suiteCfg, _ := ginkgo.GinkgoConfiguration()
-		in.KeepCluster = in.KeepCluster || suiteCfg.ParallelTotal > 1 // the other processes still use it
+		in.KeepCluster = in.KeepCluster || parallel() // the other processes still use it
 		env, err := testenv.Start(ctx, in)
 		if err != nil {
 			ginkgo.Fail(err.Error())
@@ -65,28 +66,29 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 		}
 		return env
 	}
+	shared := func() bool { return in.Shared() || parallel() }
 	ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) []byte {
-		if !in.Shared() {
+		if !shared() {
 			return nil
 		}
 		primary = start(ctx)
-		data, _ := json.Marshal(sharedInfo{Kind: in.ProviderName(), Name: primary.Provider.Name()})
+		data, _ := json.Marshal(testenv.SharedOf(primary.Provider))
 		return data
 	}, func(ctx context.Context, data []byte) {
 		var env cluster.Environment
 		switch {
-		case !in.Shared():
+		case !shared():
 			own = start(ctx)
 			env = own.Environment
 		case primary != nil: // process 1
 			env = primary.Environment
 		default:
 			routeLibraryLogs()
-			var info sharedInfo
+			var info testenv.Shared
 			if err := json.Unmarshal(data, &info); err != nil {
 				ginkgo.Fail(fmt.Sprintf("decode the shared cluster from process 1: %v", err))
 			}
-			p, err := testenv.Connect(ctx, info.Kind, info.Name, in.Log)
+			p, err := testenv.Connect(ctx, info, in.Log)
 			if err != nil {
 				ginkgo.Fail(fmt.Sprintf("connect to the %s cluster %s of process 1: %v", info.Kind, info.Name, err))
 			}
@@ -112,4 +114,8 @@ func stop(ctx context.Context, env *testenv.Env) {
 	}
 }
 
-type sharedInfo struct{ Kind, Name string }
+// parallel reports whether this is one of several Ginkgo processes.
+func parallel() bool {
+	cfg, _ := ginkgo.GinkgoConfiguration()
+	return cfg.ParallelTotal > 1
+}

@@ -158,14 +158,28 @@ func NewProvider(ctx context.Context, in Input) (cluster.Provider, error) {
 	}
 }
 
-// Connect attaches to a cluster another process started (providerName kind or existing, named name):
-// it installs nothing and stops nothing of the cluster's.
-func Connect(ctx context.Context, providerName, name string, log logr.Logger) (cluster.Provider, error) {
-	if providerName == "existing" {
-		return existing.New(ctx, existing.WithName(name), existing.WithLogger(log.WithName(name)),
+// Shared is what another process needs to Connect to a cluster this process started: the provider's
+// kind and name, and for envtest the kubeconfig it wrote.
+type Shared struct{ Kind, Name, Kubeconfig string }
+
+// SharedOf describes p for Connect.
+func SharedOf(p cluster.Provider) Shared {
+	return Shared{Kind: p.Kind(), Name: p.Name(), Kubeconfig: p.KubeconfigPath()}
+}
+
+// Connect attaches to a cluster another process started (s from SharedOf there): it installs nothing
+// and stops nothing of the cluster's. On envtest, the processes of the cluster (control plane, OLM, the
+// local runtime running every operator) stay in the process that started it.
+func Connect(ctx context.Context, s Shared, log logr.Logger) (cluster.Provider, error) {
+	switch s.Kind {
+	case "existing":
+		return existing.New(ctx, existing.WithName(s.Name), existing.WithLogger(log.WithName(s.Name)),
 			existing.WithContext(envvar.KubeContext.Get()))
+	case "envtest":
+		return envtest.Connect(s.Kubeconfig, envtest.WithName(s.Name), envtest.WithLogger(log.WithName(s.Name)))
+	default:
+		return kind.Connect(ctx, kind.WithName(s.Name), kind.WithLogger(log.WithName("kind")))
 	}
-	return kind.Connect(ctx, kind.WithName(name), kind.WithLogger(log.WithName("kind")))
 }
 
 // registryFor is the input's registry plus, when the stack has the operand-cleanup controller, its
@@ -181,9 +195,9 @@ func registryFor(in Input) *localruntime.Registry {
 	return r
 }
 
-// Shared reports whether the provider's one cluster serves every process of a parallel run (kind,
-// existing), rather than each process starting its own (envtest): then one process starts it and
-// ensures the stack, and the others Connect.
+// Shared reports whether the provider's cluster is the machine's one cluster (kind, existing), which
+// runs take turns on (runlock.go) and whose processes all use it. An envtest cluster is the run's own;
+// in a parallel run its processes share it too (framework/suite): process 1 starts it, the others Connect.
 func (in Input) Shared() bool {
 	p := in.ProviderName()
 	return p == "kind" || p == "existing"

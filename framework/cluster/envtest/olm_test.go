@@ -2,9 +2,15 @@ package envtest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -43,5 +49,48 @@ func TestStopAndStartOLM(t *testing.T) {
 	}
 	if ok, err := olm.Reconciling(ctx, c); !ok || err != nil {
 		t.Fatalf("OLM restarted: reconciling=%t, err=%v", ok, err)
+	}
+	t.Run("from a connected process", func(t *testing.T) { checkConnected(ctx, t, p, c) })
+}
+
+// checkConnected: another process (a parallel Ginkgo process) connects to p's cluster with Connect. It
+// uses the cluster and collects its logs, cannot stop OLM (p's process runs it), and its Stop leaves the
+// cluster running.
+func checkConnected(ctx context.Context, t *testing.T, p *Provider, c client.Client) {
+	if _, err := Connect(filepath.Join(t.TempDir(), "kubeconfig")); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
+		t.Errorf("Connect to a missing kubeconfig: want an error naming it, got %v", err)
+	}
+	other, err := Connect(p.KubeconfigPath(), WithName("other-process"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Kind() != "envtest" || other.WebhooksUnsupported() == "" {
+		t.Errorf("a connected provider must say what the cluster is: kind %q, webhooks unsupported %q", other.Kind(), other.WebhooksUnsupported())
+	}
+	oc, err := kube.NewClient(other.RESTConfig(), kube.MustScheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "from-other-process"}}); err != nil {
+		t.Errorf("the connected process must use the same cluster: %v", err)
+	}
+	if err := other.StopOLM(ctx); err == nil || !strings.Contains(err.Error(), p.WorkDir()) || !strings.Contains(err.Error(), "Serial") {
+		t.Errorf("StopOLM from a connected process: want an error naming the cluster's work dir and what to do, got %v", err)
+	}
+	dir := t.TempDir()
+	if err := other.CollectArtifacts(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver.log")); err != nil {
+		t.Errorf("a connected process must collect the cluster's logs: %v", err)
+	}
+	if err := other.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "from-other-process"}, &corev1.Namespace{}); err != nil {
+		t.Errorf("the connected process's Stop must leave the cluster running: %v", err)
+	}
+	if ok, err := olm.Reconciling(ctx, c); !ok || err != nil {
+		t.Errorf("the connected process's Stop must leave OLM running: reconciling=%t, err=%v", ok, err)
 	}
 }

@@ -41,6 +41,8 @@ type Provider struct {
 	kcm        *process.Process
 	olm        *process.Process
 	runtime    *localruntime.Runtime
+	// connected: another process started the cluster and runs its processes (Connect).
+	connected bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -215,6 +217,9 @@ func (p *Provider) startOLM(ctx context.Context, c client.Client) error {
 // StopOLM stops olm-operator, as a crash or an OLM upgrade would: CSVs and OperatorGroups then change
 // with nobody reconciling them. StartOLM brings it back.
 func (p *Provider) StopOLM(_ context.Context) error {
+	if p.connected {
+		return p.ownedElsewhere("stop olm-operator")
+	}
 	if p.olm == nil {
 		return errors.New("olm-operator is not running (provider started WithoutOLM, or already stopped)")
 	}
@@ -225,6 +230,9 @@ func (p *Provider) StopOLM(_ context.Context) error {
 
 // StartOLM starts olm-operator again after StopOLM and waits until it reconciles (olm.Reconciling).
 func (p *Provider) StartOLM(ctx context.Context) error {
+	if p.connected {
+		return p.ownedElsewhere("start olm-operator")
+	}
 	if p.olm != nil {
 		return errors.New("olm-operator is already running")
 	}
@@ -260,10 +268,12 @@ func (p *Provider) KubeconfigPath() string { return p.kubeconfig }
 // WorkDir is the provider's private directory (kubeconfig, logs, etcd data). Removed by Stop.
 func (p *Provider) WorkDir() string { return p.workDir }
 
-// Runtime is the local runtime running operators' Deployments.
+// Runtime is the local runtime running operators' Deployments (nil for a provider made by Connect: it
+// runs in the process that started the cluster).
 func (p *Provider) Runtime() *localruntime.Runtime { return p.runtime }
 
-// Registry is the set of images the local runtime can run; register more before installing operators.
+// Registry is the set of images the local runtime can run; register more before installing operators
+// (only in the process that started the cluster: a provider made by Connect runs nothing).
 func (p *Provider) Registry() *localruntime.Registry { return p.opts.registry }
 
 // What the envtest provider is and cannot do, checked by the compiler.
@@ -285,8 +295,12 @@ func (p *Provider) WebhooksUnsupported() string {
 func (p *Provider) DeletesClusterOnStop() bool { return true }
 
 // Stop stops the operators, OLM, kube-controller-manager and the control plane, kills anything left
-// that references the work dir, and removes it. Idempotent.
+// that references the work dir, and removes it; a provider made by Connect only disconnects (the
+// process that started the cluster stops it). Idempotent.
 func (p *Provider) Stop(ctx context.Context) error {
+	if p.connected {
+		return nil
+	}
 	p.stopOnce.Do(func() {
 		start := time.Now()
 		var errs []error
