@@ -12,10 +12,9 @@ export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
 export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
 gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
 
-rc=0
-total=$SECONDS
-for gomod in examples/*/go.mod; do
-  dir=$(dirname "$gomod")
+# run_example DIR: `go test ./...` in one example module; its output goes to standard output.
+run_example() {
+  local dir=$1 name start junit example_artifacts
   name=$(basename "$dir")
   start=$SECONDS
   log "==> example $dir: go test ./... (PROVIDER=$PROVIDER)"
@@ -29,8 +28,33 @@ for gomod in examples/*/go.mod; do
     log "<== example $dir passed in $((SECONDS - start))s"
   else
     log "<== example $dir FAILED in $((SECONDS - start))s"
-    rc=1
+    return 1
   fi
-done
+}
+
+rc=0
+total=$SECONDS
+# EXAMPLES_AT_ONCE=1 (make test sets it) runs the modules side by side, each one's output kept in a
+# file and printed whole when it ends. In a warm make test on 2 cores (2026-11-26), one after the other
+# the examples ended the run alone (memcached 110 s, then operator-repo 38 s, while the main run took
+# 120 s): 149.5 and 149.9 s; side by side 134, 141 and 148 s. (Measured when e2e/cleanup still ended the
+# main run at ≈ 140 s, side by side had been slower: 164 and 176 s against 140–154 s.)
+if [ "${EXAMPLES_AT_ONCE:-0}" = 1 ]; then
+  outs=() pids=()
+  for gomod in examples/*/go.mod; do
+    out=$(mktemp) outs+=("$out")
+    run_example "$(dirname "$gomod")" >"$out" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || rc=1
+    cat "${outs[$i]}"
+    rm -f "${outs[$i]}"
+  done
+else
+  for gomod in examples/*/go.mod; do
+    run_example "$(dirname "$gomod")" || rc=1
+  done
+fi
 log "examples done in $((SECONDS - total))s"
 exit $rc
