@@ -30,6 +30,7 @@ rm -f "$compiled"
     # scripts/testbin creates it; so does the end of the main run. A make test stopped meanwhile: none.
     until [ -e "$compiled" ]; do kill -0 $$ 2>/dev/null || exit 1; sleep 0.5; done
   fi
+  if [ "${TEST_BINARY_CACHE:-1}" != 0 ]; then export EXAMPLES_TESTBIN=$CACHE_DIR/testbin/testbin; fi
   EXAMPLES_AT_ONCE=${EXAMPLES_AT_ONCE:-1} bash "$REPO_ROOT/scripts/test-examples.sh"
 ) >"$examples_log" 2>&1 &
 examples_pid=$!
