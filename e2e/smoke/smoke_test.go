@@ -18,7 +18,8 @@ import (
 )
 
 var _ = Describe("A CSV installed directly through OLM", Label("smoke"), func() {
-	It("succeeds with its operator running under its own ServiceAccount, and uninstalls cleanly", func(ctx context.Context) {
+	// Serial: on envtest it asks the local runtime, which runs in Ginkgo process 1 (runningIn).
+	It("succeeds with its operator running under its own ServiceAccount, and uninstalls cleanly", Serial, func(ctx context.Context) {
 		ns := "smoke-" + randSuffix()
 		DeferCleanup(func(ctx context.Context) {
 			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: objMeta(ns)})
