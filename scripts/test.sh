@@ -74,5 +74,14 @@ suites=$(ls "$ARTIFACTS"/junit-*-suite.xml 2>/dev/null || true)
 [ -n "$suites" ] || { log "no Ginkgo suite wrote its JUnit report"; rc=1; }
 # Where the seconds went, per phase of every spec (framework/budget); never fails the run.
 go run ./scripts/budget "$ARTIFACTS/budget" || true
+# The CPU the run took: user + sys of every process it started and waited for (the API servers, etcd
+# and OLM included, reaped by the test binaries that started them). A warm make test is CPU-bound on
+# 2 cores, and a VM's speed drifts (here the same code took 239 to 303 s of CPU within an hour), so
+# the CPU beside the wall time tells a slower machine from slower tests. `times` prints the shell's
+# line, then its children's; it runs here, not in a subshell, to see this shell's children.
+times >"$ARTIFACTS/.times"
+cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%.0f", n }' "$ARTIFACTS/.times")
+rm -f "$ARTIFACTS/.times"
+log "make test: ${SECONDS} s, ${cpu} s of CPU on $(nproc) cores"
 go run ./scripts/junitsum -skip-classes /e2e/ "$ARTIFACTS/junit-unit.xml" $suites "$ARTIFACTS"/junit-example-*.xml || rc=1
 exit $rc
