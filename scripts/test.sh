@@ -25,12 +25,12 @@ rc=0
 # not share compiles in flight), and the first make test spent minutes doing everything twice on 2
 # cores; and the examples' own compiles and links slowed the main run's 40 links (4 min 30 s instead
 # of 3 min 29 s, 2026-11-26). A warm run links nothing, so they start at once.
-examples_log="$ARTIFACTS/examples.log" compiled="$ARTIFACTS/.compiled"
-rm -f "$compiled"
+examples_log="$ARTIFACTS/examples.log" linked="$ARTIFACTS/.linked"
+rm -f "$linked"
 (
   if [ "${TEST_BINARY_CACHE:-1}" != 0 ]; then
     # scripts/testbin creates it once linked; so does the end of the main run. A make test stopped meanwhile: none.
-    until [ -e "$compiled" ]; do kill -0 $$ 2>/dev/null || exit 1; sleep 0.5; done
+    until [ -e "$linked" ]; do kill -0 $$ 2>/dev/null || exit 1; sleep 0.5; done
   fi
   if [ "${TEST_BINARY_CACHE:-1}" != 0 ]; then export EXAMPLES_TESTBIN=$CACHE_DIR/testbin/testbin; fi
   EXAMPLES_AT_ONCE=${EXAMPLES_AT_ONCE:-1} bash "$REPO_ROOT/scripts/test-examples.sh"
@@ -61,14 +61,14 @@ else
     fi
   fi
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
-    -compiled "$compiled" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
+    -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 fi
 step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $TEST_PARALLEL)" "${gotestsum[@]}" \
   --junitfile "$ARTIFACTS/junit-unit.xml" "${tests[@]}" || rc=1
 [ ! -s "$ARTIFACTS/testbin.txt" ] || cat "$ARTIFACTS/testbin.txt"
-touch "$compiled" # when testbin stopped before compiling everything, the examples still run
+touch "$linked" # when testbin stopped before linking everything, the examples still run
 wait "$examples_pid" || rc=1
-rm -f "$compiled"
+rm -f "$linked"
 cat "$examples_log"
 # Ginkgo suites write one JUnit testcase per spec (framework/suite.RunSpecs); count those rather than
 # gotestsum's one-test-per-suite view of them.

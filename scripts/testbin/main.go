@@ -49,10 +49,10 @@ func main() {
 	timeout := flag.Duration("timeout", 60*time.Minute, "-test.timeout of each binary")
 	summaryFile := flag.String("summary", "", "file for the line saying what was linked (default standard error; gotestsum counts a line there as an error)")
 	procsFlag := flag.String("ginkgo-procs", "", "Ginkgo suites run with several Ginkgo processes, PACKAGE=N,... (import path suffixes)")
-	compiled := flag.String("compiled", "", "file created once every test binary is compiled and linked (the kept ones run meanwhile)")
+	linkedMarker := flag.String("linked-marker", "", "file created once every test binary is linked (the kept ones run meanwhile)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-compiled FILE] [-ginkgo-procs PACKAGE=N,...] PACKAGES...")
+		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] PACKAGES...")
 		os.Exit(2)
 	}
 	procs, err := parseSuiteProcs(*procsFlag)
@@ -98,8 +98,8 @@ func main() {
 		// Only once every binary is linked: what waits on it (make test's examples) would otherwise
 		// compile and link beside these links (a first make test: 40 links took 4 min 30 s beside both
 		// examples, 3 min 29 s beside one). A warm run links nothing, so it is written at once.
-		if *compiled != "" {
-			if err := os.WriteFile(*compiled, nil, 0o644); err != nil {
+		if *linkedMarker != "" {
+			if err := os.WriteFile(*linkedMarker, nil, 0o644); err != nil {
 				fatal(err)
 			}
 		}
