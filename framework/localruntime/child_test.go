@@ -21,16 +21,23 @@ import (
 
 const childImage = "test.local/childoperator:v1"
 
-// A scaffold-style main runs unchanged as a child process: in-cluster config from the projected
-// ServiceAccount token, leader election finding its namespace in the mounted file, its volumes where
-// it mounts them, only the container's env, and two copies both asking for :8081 at once.
-func TestBinaryRunsUnchangedAsAChildProcess(t *testing.T) {
+// The child-process tests run the same binary in their own namespaces (child-a, child-b; crash), so
+// they share one control plane: a start costs ≈ 2 s of CPU, and make test is CPU-bound.
+func TestBinary(t *testing.T) {
 	t.Setenv("CLEANUP_E2E_LEAK_CHECK", "the test process's env") // must not reach the operator
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	reg := localruntime.NewRegistry().RegisterBinary(childImage,
 		localruntime.Binary{Package: "./testdata/childoperator", Dir: "."})
 	prov, c := envtest.ForTest(ctx, t, envtest.WithName("child"), envtest.WithoutOLM(), envtest.WithRegistry(reg))
+	t.Run("runs unchanged as a child process", func(t *testing.T) { testRunsUnchangedAsAChildProcess(ctx, t, prov, c) })
+	t.Run("failures name the cause", func(t *testing.T) { testFailuresNameTheCause(ctx, t, c) })
+}
+
+// A scaffold-style main runs unchanged as a child process: in-cluster config from the projected
+// ServiceAccount token, leader election finding its namespace in the mounted file, its volumes where
+// it mounts them, only the container's env, and two copies both asking for :8081 at once.
+func testRunsUnchangedAsAChildProcess(ctx context.Context, t *testing.T, prov *envtest.Provider, c client.Client) {
 
 	for _, ns := range []string{"child-a", "child-b"} {
 		childNamespace(ctx, t, c, ns)
@@ -79,12 +86,7 @@ func TestBinaryRunsUnchangedAsAChildProcess(t *testing.T) {
 
 // A binary that exits is restarted with back-off, and the Deployment's condition quotes what it said;
 // a volume the runtime cannot give fails naming the volume and what to do.
-func TestBinaryFailuresNameTheCause(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	reg := localruntime.NewRegistry().RegisterBinary(childImage,
-		localruntime.Binary{Package: "./testdata/childoperator", Dir: "."})
-	_, c := envtest.ForTest(ctx, t, envtest.WithName("child-fail"), envtest.WithoutOLM(), envtest.WithRegistry(reg))
+func testFailuresNameTheCause(ctx context.Context, t *testing.T, c client.Client) {
 	childNamespace(ctx, t, c, "crash")
 	must(t, c.Create(ctx, childDeployment("crash", "--fail-with=open /tmp/k8s-webhook-server/serving-certs/tls.crt: no such file or directory")))
 	hostPath := childDeployment("crash", "--leader-elect")

@@ -13,17 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
 
 // A namespace of the same name that a previous spec deleted and that is still terminating is not
 // "already there": EnsureNamespaces waits until it is gone and creates it anew, so objects can be
 // created in it right after. Held terminating by a finalizer, the wait fails naming it.
-func TestEnsureNamespacesWaitsOutATerminatingNamespace(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	_, c := envtest.ForTest(ctx, t, envtest.WithName("namespaces"), envtest.WithoutOLM())
+func testEnsureNamespacesWaitsOutATerminatingNamespace(ctx context.Context, t *testing.T, c client.Client) {
 	const name = "reused"
 	held := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"cleanup-e2e.io/test-hold"}}}
 	must(t, c.Create(ctx, held))

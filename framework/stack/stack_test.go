@@ -125,12 +125,20 @@ func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
 	}
 }
 
-// An object the stack created, deleted and recreated by someone else before Teardown, is theirs:
-// the UID precondition keeps it.
-func TestTeardownLeavesARecreatedObject(t *testing.T) {
+// The Teardown tests need a control plane without OLM and touch disjoint names (groups uid.test,
+// example.test and other.test; their own namespaces), so they share one: a start costs ≈ 2 s of CPU,
+// and make test is CPU-bound.
+func TestTeardown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, c := envtest.ForTest(ctx, t, envtest.WithName("stack-uid"), envtest.WithoutOLM())
+	_, c := envtest.ForTest(ctx, t, envtest.WithName("stack-teardown"), envtest.WithoutOLM())
+	t.Run("leaves a recreated object", func(t *testing.T) { testTeardownLeavesARecreatedObject(ctx, t, c) })
+	t.Run("removes only the run's footprint", func(t *testing.T) { testRemovesOnlyTheRunsFootprint(ctx, t, c) })
+}
+
+// An object the stack created, deleted and recreated by someone else before Teardown, is theirs:
+// the UID precondition keeps it.
+func testTeardownLeavesARecreatedObject(ctx context.Context, t *testing.T, c client.Client) {
 	crd := crds.Schemaless("uid.test", "things", "Thing")
 	s, err := Ensure(ctx, Input{Components: Components{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}}, Client: c,
 		Log: testr.New(t), Timeout: 30 * time.Second})
@@ -157,10 +165,7 @@ func TestTeardownLeavesARecreatedObject(t *testing.T) {
 // The footprint (CRDs of the named groups, the named namespaces) goes on Teardown only when the run
 // created it: a CRD or namespace that was there before, a CRD of another group, and objects of kinds
 // not named all stay. A CRD whose custom resources keep a finalizer is reported, not forced.
-func TestRemovesOnlyTheRunsFootprint(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	_, c := envtest.ForTest(ctx, t, envtest.WithName("footprint-test"), envtest.WithoutOLM())
+func testRemovesOnlyTheRunsFootprint(ctx context.Context, t *testing.T, c client.Client) {
 
 	// Before the run: a CRD of the group and a namespace that are named, but not the run's.
 	before := testCRD("example.test", "pres")
