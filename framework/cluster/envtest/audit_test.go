@@ -1,7 +1,9 @@
 package envtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +19,8 @@ import (
 )
 
 // TestAuditLogSaysWhoMadeTheRequests: with CLEANUP_E2E_AUDIT_DIR set, the API server's audit log names
-// the client, verb and object of every request, and outlives the provider.
+// the client, verb and object of every request, and outlives the provider. It also shows that the
+// control plane started from the etcd seed.
 func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(envvar.AuditDir.Name, dir)
@@ -44,6 +47,12 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no audit log where %s points: %v", envvar.AuditDir.Name, err)
 	}
+	// Started from the seed (seed.go), the API server finds RBAC's bootstrap roles and creates none.
+	if envvar.EnvtestSeed.Get() != "0" {
+		if n := createdClusterRoles(t, data); n > 0 {
+			t.Errorf("the API server created %d ClusterRoles at its start: it did not start from the etcd seed (see the provider's log)", n)
+		}
+	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if strings.Contains(line, `"userAgent":"audit-probe/v0"`) && strings.Contains(line, `"verb":"create"`) &&
 			strings.Contains(line, `"name":"audited"`) && strings.Contains(line, `"stage":"ResponseComplete"`) {
@@ -51,4 +60,27 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 		}
 	}
 	t.Fatalf("the audit log has no line for the probe's create of ConfigMap default/audited (%d bytes)", len(data))
+}
+
+// createdClusterRoles counts the API server's own creates of ClusterRoles in an audit log.
+func createdClusterRoles(t *testing.T, log []byte) int {
+	n := 0
+	for _, line := range bytes.Split(log, []byte("\n")) {
+		var e struct {
+			Verb      string `json:"verb"`
+			Stage     string `json:"stage"`
+			User      struct{ Username string }
+			ObjectRef struct{ Resource string } `json:"objectRef"`
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("audit log line %q: %v", line, err)
+		}
+		if e.Verb == "create" && e.Stage == "ResponseComplete" && e.User.Username == "system:apiserver" && e.ObjectRef.Resource == "clusterroles" {
+			n++
+		}
+	}
+	return n
 }

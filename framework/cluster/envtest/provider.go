@@ -117,17 +117,21 @@ func (p *Provider) startControlPlane() error {
 		return err
 	}
 	crds := append([]*apiextensionsv1.CustomResourceDefinition{}, p.opts.crds...)
+	// The seed holds what every provider of this kind installs (seed.go); a suite's own CRDs are
+	// installed after the start, as before.
+	var seeded []*apiextensionsv1.CustomResourceDefinition
 	if p.opts.olm {
 		olmCRDs, err := olm.CRDs()
 		if err != nil {
 			return err
 		}
 		crds = append(crds, olmCRDs...)
+		seeded = olmCRDs
 	}
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
 		err := p.step(fmt.Sprintf("etcd + kube-apiserver %s (attempt %d)", toolchain.KubeVersion, attempt), func() error {
-			return p.tryControlPlane(assets, crds, attempt)
+			return p.tryControlPlane(assets, crds, seeded, attempt)
 		})
 		if err == nil {
 			return nil
@@ -138,7 +142,7 @@ func (p *Provider) startControlPlane() error {
 	return lastErr
 }
 
-func (p *Provider) tryControlPlane(assets string, crds []*apiextensionsv1.CustomResourceDefinition, attempt int) error {
+func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv1.CustomResourceDefinition, attempt int) error {
 	dir := filepath.Join(p.workDir, fmt.Sprintf("controlplane-%d", attempt))
 	logs := filepath.Join(p.workDir, "logs")
 	for _, d := range []string{logs, filepath.Join(dir, "etcd"), filepath.Join(dir, "apiserver")} {
@@ -146,6 +150,7 @@ func (p *Provider) tryControlPlane(assets string, crds []*apiextensionsv1.Custom
 			return err
 		}
 	}
+	seedInto(filepath.Join(dir, "etcd"), p.workDir, assets, seeded, p.opts.log)
 	apiLog, err := os.Create(filepath.Join(logs, "kube-apiserver.log"))
 	if err != nil {
 		return err
