@@ -165,7 +165,7 @@ func ginkgoRun(p testPackage, procs int, cache string, timeout time.Duration, te
 		return err
 	}
 	defer os.Remove(link)
-	cmd := exec.Command(cli, "run", "--procs="+strconv.Itoa(procs), "--timeout="+timeout.String(), "--no-color",
+	cmd := p.command(cli, "run", "--procs="+strconv.Itoa(procs), "--timeout="+timeout.String(), "--no-color",
 		"./"+filepath.Base(link), "--", "-test.run=^"+test+"$")
 	cmd.Dir = p.dir
 	stdout, err := cmd.StdoutPipe()

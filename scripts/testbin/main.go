@@ -50,9 +50,10 @@ func main() {
 	summaryFile := flag.String("summary", "", "file for the line saying what was linked (default standard error; gotestsum counts a line there as an error)")
 	procsFlag := flag.String("ginkgo-procs", "", "Ginkgo suites run with several Ginkgo processes, PACKAGE=N,... (import path suffixes)")
 	linkedMarker := flag.String("linked-marker", "", "file created once every test binary is linked (the kept ones run meanwhile)")
+	foreground := flag.Int("foreground", 0, "only the N packages that took longest in the previous run keep the normal CPU priority; the others run under nice 10 (0: all keep it)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] PACKAGES...")
+		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground N] PACKAGES...")
 		os.Exit(2)
 	}
 	procs, err := parseSuiteProcs(*procsFlag)
@@ -91,6 +92,13 @@ func main() {
 	out := &lineWriter{w: os.Stdout}
 	durations := loadDurations(*cache)
 	sort.SliceStable(pkgs, func(i, j int) bool { return durations.of(pkgs[i].path) > durations.of(pkgs[j].path) })
+	// On a CPU-bound run the longest packages bound it; the short ones, niced, fill the CPU they leave
+	// instead of slowing them (their control planes, started by them, inherit the niceness).
+	if *foreground > 0 && len(durations) > 0 {
+		for i := range pkgs {
+			pkgs[i].niced = i >= *foreground
+		}
+	}
 	ready := newQueue(durations)
 	linked := make(chan bool, 1)
 	go func() {
@@ -134,6 +142,8 @@ const linkFlags = "-w"
 type testPackage struct {
 	path, dir, key string
 	binary         string
+	// niced: its tests run under nice (-foreground).
+	niced bool
 }
 
 // testPackages lists the packages of patterns that have tests, with the key of their test binary: a
@@ -318,7 +328,7 @@ var test2json string
 // runBinary runs one test binary through test2json in its package's directory, as go test does, with
 // args added. Unless final, the package's own pass or fail is left out: more of its tests follow.
 func runBinary(p testPackage, timeout time.Duration, out *lineWriter, final bool, args ...string) error {
-	cmd := exec.Command(test2json, append([]string{"-t", "-p", p.path, p.binary,
+	cmd := p.command(test2json, append([]string{"-t", "-p", p.path, p.binary,
 		"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout=" + timeout.String()}, args...)...)
 	cmd.Dir = p.dir
 	cmd.Stderr = os.Stderr
@@ -458,4 +468,13 @@ func (d durations) of(pkg string) float64 {
 func (d durations) save(cache string) {
 	b, _ := json.MarshalIndent(d, "", "  ")
 	_ = os.WriteFile(filepath.Join(cache, durationsFile), b, 0o644)
+}
+
+// command runs name with args, under `nice -n 10` when p is niced: nice, not setpriority after the
+// start, so that every process it starts (test binary, control plane) has the niceness from the first.
+func (p testPackage) command(name string, args ...string) *exec.Cmd {
+	if p.niced {
+		return exec.Command("nice", append([]string{"-n", "10", name}, args...)...)
+	}
+	return exec.Command(name, args...)
 }

@@ -95,6 +95,7 @@ func assertNothingLeft(t *testing.T, workDir string) {
 // TestInterruptLeavesNothing: Ctrl-C stops etcd, kube-apiserver, kube-controller-manager, olm and the
 // operators, and removes the work dir.
 func TestInterruptLeavesNothing(t *testing.T) {
+	t.Parallel() // each starts its own control plane in its own work root
 	root := t.TempDir()
 	cmd, workDir := startHelper(t, root)
 	if n := len(process.Referencing(workDir)); n < 4 {
@@ -112,6 +113,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 // TestKilledRunIsReaped: a run killed outright (no cleanup at all) leaves processes that the next
 // provider start reaps, with its work dir.
 func TestKilledRunIsReaped(t *testing.T) {
+	t.Parallel() // each starts its own control plane in its own work root
 	root := t.TempDir()
 	cmd, workDir := startHelper(t, root)
 	_ = cmd.Process.Kill()

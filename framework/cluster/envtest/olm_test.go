@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -19,8 +20,21 @@ import (
 // A stopped OLM must fail the readiness check (the old probe kept passing on the status OLM wrote once),
 // and StartOLM must bring back an OLM that reconciles.
 func TestStopAndStartOLM(t *testing.T) {
+	t.Parallel() // each starts its own control plane in its own work root
 	ctx := context.Background()
-	p, c := ForTest(ctx, t)
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	// New, not ForTest: ForTest sets KUBECONFIG, which a parallel test may not.
+	p, err := New(ctx, WithWorkRoot(t.TempDir()), WithLogger(testr.New(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if ok, err := olm.Reconciling(ctx, c); !ok || err != nil {
 		t.Fatalf("OLM just started: reconciling=%t, err=%v", ok, err)
 	}

@@ -12,6 +12,7 @@ import (
 // TestTakenPortIsRetried: when the port chosen for kube-apiserver is taken by the time it binds (a race
 // envtest's free-port picking cannot exclude), the provider starts on another port instead of failing.
 func TestTakenPortIsRetried(t *testing.T) {
+	t.Parallel() // each starts its own control plane in its own work root
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
