@@ -26,12 +26,6 @@ rc=0
 # cores; and the examples' own compiles and links slowed the main run's 40 links (4 min 30 s instead
 # of 3 min 29 s, 2026-11-26). A warm run links nothing, so they start at once.
 examples_log="$ARTIFACTS/examples.log" linked="$ARTIFACTS/.linked"
-# The run is CPU-bound and bounded by its longest test binaries (TEST_FOREGROUND of them, by the
-# previous run's durations: the controller suite and e2e/cleanup, each ≈ 70-90 s alone, 130 s among
-# the rest). Those keep the normal priority; every other test binary and the examples run under
-# nice 10 and fill the CPU the long ones leave. TEST_FOREGROUND=0 runs everything at one priority.
-foreground=${TEST_FOREGROUND:-2} background_nice=10
-[ "$foreground" != 0 ] || background_nice=0
 rm -f "$linked"
 (
   if [ "${TEST_BINARY_CACHE:-1}" != 0 ]; then
@@ -39,7 +33,7 @@ rm -f "$linked"
     until [ -e "$linked" ]; do kill -0 $$ 2>/dev/null || exit 1; sleep 0.5; done
   fi
   if [ "${TEST_BINARY_CACHE:-1}" != 0 ]; then export EXAMPLES_TESTBIN=$CACHE_DIR/testbin/testbin; fi
-  EXAMPLES_AT_ONCE=${EXAMPLES_AT_ONCE:-1} nice -n "$background_nice" bash "$REPO_ROOT/scripts/test-examples.sh"
+  EXAMPLES_AT_ONCE=${EXAMPLES_AT_ONCE:-1} bash "$REPO_ROOT/scripts/test-examples.sh"
 ) >"$examples_log" 2>&1 &
 examples_pid=$!
 # One go test run over unit tests and the Ginkgo suites, so `go test -p` overlaps the long suites with
@@ -66,6 +60,14 @@ else
       GINKGO_SUITE_PROCS+=,pkg/operandcleanup:TestOperandCleanup=2
     fi
   fi
+  # The run is CPU-bound, and its length is set by what mostly waits: the controller suite, e2e/cleanup
+  # and framework/specs' mutation checks (≈ 85, 65 and 70 s alone; the examples' mutation checks too),
+  # which among the rest stretched to 125-140 s. Those (TEST_FOREGROUND, and the examples) keep the
+  # normal CPU priority; every other test binary runs under nice 10 and fills the CPU they leave.
+  # Measured 2026-11-26, interleaved: 119 and 125 s (9.5-11 idle core-seconds) against 135 s (32) with
+  # everything at one priority (TEST_FOREGROUND= , empty). Naming only the two longest, the examples
+  # niced too, ended the run with the niced mutation checks: 139-141 s.
+  foreground=${TEST_FOREGROUND-pkg/operandcleanup,e2e/cleanup,framework/specs}
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
     -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 fi

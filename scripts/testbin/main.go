@@ -50,10 +50,10 @@ func main() {
 	summaryFile := flag.String("summary", "", "file for the line saying what was linked (default standard error; gotestsum counts a line there as an error)")
 	procsFlag := flag.String("ginkgo-procs", "", "Ginkgo suites run with several Ginkgo processes, PACKAGE=N,... (import path suffixes)")
 	linkedMarker := flag.String("linked-marker", "", "file created once every test binary is linked (the kept ones run meanwhile)")
-	foreground := flag.Int("foreground", 0, "only the N packages that took longest in the previous run keep the normal CPU priority; the others run under nice 10 (0: all keep it)")
+	foreground := flag.String("foreground", "", "only these packages (import path suffixes, comma-separated) keep the normal CPU priority; the others run under nice 10 (empty: all keep it)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground N] PACKAGES...")
+		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...")
 		os.Exit(2)
 	}
 	procs, err := parseSuiteProcs(*procsFlag)
@@ -89,16 +89,15 @@ func main() {
 	if err := procs.check(pkgs); err != nil {
 		fatal(err)
 	}
+	// On a CPU-bound run the longest packages bound it; the others, niced, fill the CPU those leave
+	// instead of slowing them (the control planes they start inherit the niceness). Named, not taken
+	// from the last run's durations: a niced package grows long and would swap places next run.
+	if err := niceAllBut(pkgs, *foreground); err != nil {
+		fatal(err)
+	}
 	out := &lineWriter{w: os.Stdout}
 	durations := loadDurations(*cache)
 	sort.SliceStable(pkgs, func(i, j int) bool { return durations.of(pkgs[i].path) > durations.of(pkgs[j].path) })
-	// On a CPU-bound run the longest packages bound it; the short ones, niced, fill the CPU they leave
-	// instead of slowing them (their control planes, started by them, inherit the niceness).
-	if *foreground > 0 && len(durations) > 0 {
-		for i := range pkgs {
-			pkgs[i].niced = i >= *foreground
-		}
-	}
 	ready := newQueue(durations)
 	linked := make(chan bool, 1)
 	go func() {
@@ -477,4 +476,28 @@ func (p testPackage) command(name string, args ...string) *exec.Cmd {
 		return exec.Command("nice", append([]string{"-n", "10", name}, args...)...)
 	}
 	return exec.Command(name, args...)
+}
+
+// niceAllBut marks every package niced but those foreground names (comma-separated import path
+// suffixes); an empty foreground marks none. A suffix that names no package is an error: a typo would
+// silently nice the package it meant.
+func niceAllBut(pkgs []testPackage, foreground string) error {
+	if strings.TrimSpace(foreground) == "" {
+		return nil
+	}
+	var suffixes []string
+	for s := range strings.SplitSeq(foreground, ",") {
+		if s = strings.Trim(strings.TrimSpace(s), "./"); s != "" {
+			suffixes = append(suffixes, s)
+		}
+	}
+	for _, s := range suffixes {
+		if !slices.ContainsFunc(pkgs, func(p testPackage) bool { return matches(p.path, s) }) {
+			return fmt.Errorf("-foreground names %s, which is none of the packages with tests", s)
+		}
+	}
+	for i := range pkgs {
+		pkgs[i].niced = !slices.ContainsFunc(suffixes, func(s string) bool { return matches(pkgs[i].path, s) })
+	}
+	return nil
 }

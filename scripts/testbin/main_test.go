@@ -229,3 +229,30 @@ func TestTheSummaryNamesThePackageThatEndedTheRunAndTheLongest(t *testing.T) {
 		t.Errorf("no package ran: %q, want nothing", got)
 	}
 }
+
+// -foreground: the named packages keep the normal priority, every other runs under nice; a name that
+// matches no package is an error.
+func TestForegroundKeepsTheNamedPackagesAndNicesTheRest(t *testing.T) {
+	pkgs := []testPackage{{path: "m/pkg/operandcleanup"}, {path: "m/e2e/cleanup"}, {path: "m/framework/olm"}}
+	if err := niceAllBut(pkgs, "pkg/operandcleanup, e2e/cleanup"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		if want := p.path == "m/framework/olm"; p.niced != want {
+			t.Errorf("%s: niced %t, want %t", p.path, p.niced, want)
+		}
+	}
+	if args := pkgs[2].command("test2json", "-t").Args; strings.Join(args, " ") != "nice -n 10 test2json -t" {
+		t.Errorf("a niced package runs %q, want it under nice -n 10", args)
+	}
+	if args := pkgs[0].command("test2json", "-t").Args; strings.Join(args, " ") != "test2json -t" {
+		t.Errorf("a foreground package runs %q, want it as is", args)
+	}
+	if err := niceAllBut(pkgs, "pkg/operandclean"); err == nil || !strings.Contains(err.Error(), "pkg/operandclean") {
+		t.Errorf("a suffix matching no package: got %v, want an error naming it", err)
+	}
+	fresh := []testPackage{{path: "m/a"}}
+	if err := niceAllBut(fresh, ""); err != nil || fresh[0].niced {
+		t.Errorf("empty -foreground: niced %t, err %v; want nothing niced", fresh[0].niced, err)
+	}
+}
