@@ -63,7 +63,7 @@ else
   # The run is CPU-bound, and its length is set by what mostly waits: the controller suite, e2e/cleanup
   # and framework/specs' mutation checks (≈ 85, 65 and 70 s alone; the examples' mutation checks too),
   # which among the rest stretched to 125-140 s. Those (TEST_FOREGROUND, and the examples) keep the
-  # normal CPU priority; every other test binary runs under nice 10 and fills the CPU they leave.
+  # normal CPU priority; every other test binary runs under nice 5 and fills the CPU they leave.
   # Measured 2026-11-26, interleaved: 119 and 125 s (9.5-11 idle core-seconds) against 135 s (32) with
   # everything at one priority (TEST_FOREGROUND= , empty). Naming only the two longest, the examples
   # niced too, ended the run with the niced mutation checks: 139-141 s.

@@ -94,7 +94,7 @@ func startAPIServer(t *testing.T) *rest.Config {
 		t.Skipf("envtest binaries unavailable: %v", err)
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
+	cfg, err := toolchain.StartEnvtest(env)
 	if err != nil {
 		t.Fatal(err)
 	}

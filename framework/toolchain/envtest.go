@@ -25,6 +25,12 @@ func StartEnvtest(e *crenvtest.Environment) (*rest.Config, error) {
 		}
 		e.BinaryAssetsDirectory = assets
 	}
+	// envtest's default, 20 s, is too short for a control plane started under load: make test runs most
+	// test binaries niced beside busy ones, and a fixtures test's API server failed 5 starts in a row
+	// while 16 test binaries were linked (2026-11-26).
+	if e.ControlPlaneStartTimeout == 0 {
+		e.ControlPlaneStartTimeout = 2 * time.Minute
+	}
 	if e.CRDInstallOptions.MaxTime == 0 {
 		e.CRDInstallOptions.MaxTime = CRDServedDeadline
 	}

@@ -37,6 +37,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,7 +51,7 @@ func main() {
 	summaryFile := flag.String("summary", "", "file for the line saying what was linked (default standard error; gotestsum counts a line there as an error)")
 	procsFlag := flag.String("ginkgo-procs", "", "Ginkgo suites run with several Ginkgo processes, PACKAGE=N,... (import path suffixes)")
 	linkedMarker := flag.String("linked-marker", "", "file created once every test binary is linked (the kept ones run meanwhile)")
-	foreground := flag.String("foreground", "", "only these packages (import path suffixes, comma-separated) keep the normal CPU priority; the others run under nice 10 (empty: all keep it)")
+	foreground := flag.String("foreground", "", "only these packages (import path suffixes, comma-separated) keep the normal CPU priority; the others run under nice 5 (empty: all keep it)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...")
@@ -469,11 +470,16 @@ func (d durations) save(cache string) {
 	_ = os.WriteFile(filepath.Join(cache, durationsFile), b, 0o644)
 }
 
-// command runs name with args, under `nice -n 10` when p is niced: nice, not setpriority after the
+// niceness of the niced packages: 5, not 10, so that they still get ≈ a quarter of a core beside each
+// busy foreground process; at 10 a fixtures test's API server failed 5 starts of 20 s each while 16
+// test binaries were being linked.
+const niceness = 5
+
+// command runs name with args, under nice when p is niced: nice, not setpriority after the
 // start, so that every process it starts (test binary, control plane) has the niceness from the first.
 func (p testPackage) command(name string, args ...string) *exec.Cmd {
 	if p.niced {
-		return exec.Command("nice", append([]string{"-n", "10", name}, args...)...)
+		return exec.Command("nice", append([]string{"-n", strconv.Itoa(niceness), name}, args...)...)
 	}
 	return exec.Command(name, args...)
 }

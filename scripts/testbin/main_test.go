@@ -242,8 +242,8 @@ func TestForegroundKeepsTheNamedPackagesAndNicesTheRest(t *testing.T) {
 			t.Errorf("%s: niced %t, want %t", p.path, p.niced, want)
 		}
 	}
-	if args := pkgs[2].command("test2json", "-t").Args; strings.Join(args, " ") != "nice -n 10 test2json -t" {
-		t.Errorf("a niced package runs %q, want it under nice -n 10", args)
+	if args := pkgs[2].command("test2json", "-t").Args; strings.Join(args, " ") != "nice -n 5 test2json -t" {
+		t.Errorf("a niced package runs %q, want it under nice -n 5", args)
 	}
 	if args := pkgs[0].command("test2json", "-t").Args; strings.Join(args, " ") != "test2json -t" {
 		t.Errorf("a foreground package runs %q, want it as is", args)
