@@ -150,7 +150,11 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 			return err
 		}
 	}
-	seedInto(filepath.Join(dir, "etcd"), p.workDir, assets, seeded, p.opts.log)
+	// The last attempt starts from an empty data dir, in case the seed is what keeps etcd or the API
+	// server from starting.
+	if attempt < 3 {
+		seedInto(filepath.Join(dir, "etcd"), p.workDir, assets, seeded, p.opts.log)
+	}
 	apiLog, err := os.Create(filepath.Join(logs, "kube-apiserver.log"))
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/crds"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
 // copyTree keeps contents and modes, and a file of zeros (etcd's preallocated log) takes no blocks.
@@ -79,5 +80,33 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// On an empty cache the first start makes the seed (a control plane of its own, in the work dir) and
+// fills the data dir from it; the seed is kept, and the work dir holds nothing of its making after.
+func TestTheFirstStartMakesTheSeedAndTheNextUseIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	assets, err := toolchain.EnvtestAssets()
+	must(t, err)
+	t.Setenv("CLEANUP_E2E_CACHE", t.TempDir())
+	workDir := t.TempDir()
+	for i := range 2 {
+		dataDir := filepath.Join(t.TempDir(), "etcd")
+		must(t, os.MkdirAll(dataDir, 0o700))
+		seedInto(dataDir, workDir, assets, nil, testr.New(t))
+		if _, err := os.Stat(filepath.Join(dataDir, "member", "snap", "db")); err != nil {
+			t.Fatalf("start %d: the data dir was not filled from the seed: %v", i+1, err)
+		}
+	}
+	seeds, err := filepath.Glob(filepath.Join(os.Getenv("CLEANUP_E2E_CACHE"), "envtest-seed", "*", "member"))
+	must(t, err)
+	if len(seeds) != 1 {
+		t.Errorf("the cache holds %d seeds, want 1: %v", len(seeds), seeds)
+	}
+	if entries, _ := os.ReadDir(workDir); len(entries) != 0 {
+		t.Errorf("the work dir keeps %d entries of the seed's control plane", len(entries))
 	}
 }
