@@ -64,9 +64,11 @@ else
   # and framework/specs' mutation checks (≈ 85, 65 and 70 s alone; the examples' mutation checks too),
   # which among the rest stretched to 125-140 s. Those (TEST_FOREGROUND, and the examples) keep the
   # normal CPU priority; every other test binary runs under nice 5 and fills the CPU they leave.
-  # Measured 2026-11-26, interleaved: 119 and 125 s (9.5-11 idle core-seconds) against 135 s (32) with
-  # everything at one priority (TEST_FOREGROUND= , empty). Naming only the two longest, the examples
-  # niced too, ended the run with the niced mutation checks: 139-141 s.
+  # Measured 2026-11-26, interleaved: at nice 10, 119 and 125 s (9.5-11 idle core-seconds) against 135 s
+  # (32) with everything at one priority (TEST_FOREGROUND= , empty); at nice 5, kept because at 10 a
+  # niced API server failed its starts while binaries were linked, 129 and 134 s against 156 s in a
+  # slower phase of the VM. Naming only the two longest, the examples niced too, ended the run with
+  # the niced mutation checks: 139-141 s.
   foreground=${TEST_FOREGROUND-pkg/operandcleanup,e2e/cleanup,framework/specs}
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
     -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
