@@ -60,16 +60,13 @@ else
       GINKGO_SUITE_PROCS+=,pkg/operandcleanup:TestOperandCleanup=2
     fi
   fi
-  # The run is CPU-bound, and its length is set by what mostly waits: the controller suite, e2e/cleanup
-  # and framework/specs' mutation checks (≈ 85, 65 and 70 s alone; the examples' mutation checks too),
-  # which among the rest stretched to 125-140 s. Those (TEST_FOREGROUND, and the examples) keep the
-  # normal CPU priority; every other test binary runs under nice 5 and fills the CPU they leave.
-  # Measured 2026-11-26, interleaved: at nice 10, 119 and 125 s (9.5-11 idle core-seconds) against 135 s
-  # (32) with everything at one priority (TEST_FOREGROUND= , empty); at nice 5, kept because at 10 a
-  # niced API server failed its starts while binaries were linked, 129 and 134 s against 156 s in a
-  # slower phase of the VM. Naming only the two longest, the examples niced too, ended the run with
-  # the niced mutation checks: 139-141 s.
-  foreground=${TEST_FOREGROUND-pkg/operandcleanup,e2e/cleanup,framework/specs}
+  # TEST_FOREGROUND=pkg/operandcleanup,e2e/cleanup,framework/specs keeps the packages that mostly wait
+  # (≈ 85, 65 and 70 s alone, 125-140 s among the rest) at the normal CPU priority and runs every other
+  # test binary under nice 5. Measured 2026-11-26, interleaved: 119-125 s (nice 10) and 129-134 s
+  # (nice 5, a slower phase of the VM) against 135 and 156 s at one priority. Off by default: a niced
+  # package's control plane is starved while the run starts everything at once (an API server took
+  # 31 s to start, and a CRD's finalization outlasted a 2 min wait: framework/stack failed a make test).
+  foreground=${TEST_FOREGROUND-}
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
     -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 fi
