@@ -25,9 +25,9 @@ func StartEnvtest(e *crenvtest.Environment) (*rest.Config, error) {
 		}
 		e.BinaryAssetsDirectory = assets
 	}
-	// envtest's default, 20 s, is too short for a control plane started under load: make test runs most
-	// test binaries niced beside busy ones, and a fixtures test's API server failed 5 starts in a row
-	// while 16 test binaries were linked (2026-11-26).
+	// envtest's default, 20 s, is too short for a control plane started under load: with most test
+	// binaries niced (make test's TEST_FOREGROUND), a fixtures test's API server failed 5 starts in a
+	// row while 16 test binaries were linked (2026-11-26).
 	if e.ControlPlaneStartTimeout == 0 {
 		e.ControlPlaneStartTimeout = 2 * time.Minute
 	}

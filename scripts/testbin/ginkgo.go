@@ -59,7 +59,7 @@ func (s suiteProcs) of(pkg string) suiteRun {
 // check fails for a suffix that names none of pkgs: a typo would silently run the suite plainly.
 func (s suiteProcs) check(pkgs []testPackage) error {
 	for suffix := range s {
-		if !slices.ContainsFunc(pkgs, func(p testPackage) bool { return matches(p.path, suffix) }) {
+		if !namesAPackage(pkgs, suffix) {
 			return fmt.Errorf("-ginkgo-procs names %s, which is none of the packages with tests", suffix)
 		}
 	}
@@ -67,6 +67,11 @@ func (s suiteProcs) check(pkgs []testPackage) error {
 }
 
 func matches(pkg, suffix string) bool { return pkg == suffix || strings.HasSuffix(pkg, "/"+suffix) }
+
+// namesAPackage: suffix matches one of pkgs (a flag naming none is a typo, not a no-op).
+func namesAPackage(pkgs []testPackage, suffix string) bool {
+	return slices.ContainsFunc(pkgs, func(p testPackage) bool { return matches(p.path, suffix) })
+}
 
 // ginkgoCLI is the Ginkgo CLI of the module's Ginkgo version in dir, made once per run (a copy from go
 // run's cache of executables when it is there already, not a link).

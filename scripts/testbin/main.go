@@ -498,7 +498,7 @@ func niceAllBut(pkgs []testPackage, foreground string) error {
 		}
 	}
 	for _, s := range suffixes {
-		if !slices.ContainsFunc(pkgs, func(p testPackage) bool { return matches(p.path, s) }) {
+		if !namesAPackage(pkgs, s) {
 			return fmt.Errorf("-foreground names %s, which is none of the packages with tests", s)
 		}
 	}

@@ -16,6 +16,14 @@ import (
 // client (scheme: kube.MustScheme).
 func ForTest(ctx context.Context, t *testing.T, opts ...Option) (*Provider, client.Client) {
 	t.Helper()
+	p, c := forTest(ctx, t, opts...)
+	t.Setenv("KUBECONFIG", p.KubeconfigPath())
+	return p, c
+}
+
+// forTest is ForTest without setting KUBECONFIG, which a parallel test may not do.
+func forTest(ctx context.Context, t *testing.T, opts ...Option) (*Provider, client.Client) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
@@ -25,7 +33,6 @@ func ForTest(ctx context.Context, t *testing.T, opts ...Option) (*Provider, clie
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Stop(context.Background()) })
-	t.Setenv("KUBECONFIG", p.KubeconfigPath())
 	c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
 	if err != nil {
 		t.Fatal(err)

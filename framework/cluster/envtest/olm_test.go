@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -22,19 +21,7 @@ import (
 func TestStopAndStartOLM(t *testing.T) {
 	t.Parallel() // each starts its own control plane in its own work root
 	ctx := context.Background()
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	// New, not ForTest: ForTest sets KUBECONFIG, which a parallel test may not.
-	p, err := New(ctx, WithWorkRoot(t.TempDir()), WithLogger(testr.New(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Stop(context.Background()) })
-	c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := forTest(ctx, t) // not ForTest: it sets KUBECONFIG, which a parallel test may not
 	if ok, err := olm.Reconciling(ctx, c); !ok || err != nil {
 		t.Fatalf("OLM just started: reconciling=%t, err=%v", ok, err)
 	}
