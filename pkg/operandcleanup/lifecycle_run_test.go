@@ -42,31 +42,64 @@ type lifecycleRun struct {
 	ns         map[string]string // symbolic -> real namespace ("sentinel" holds the barriers)
 	model      *lifecycleModel
 	rec        *deletions.Recorder
-	permits    []map[string]bool // model.permitted() after each step; [0] before the first
-	since      []time.Time       // when each of those states began (its barrier)
-	states     []string          // the model's CSVs after each step, for messages
+	states     []modelState // in the order they began; [0] before the first operation
+	final      int          // the step number of the final uninstall (after the sequence's operations)
 	userDelete map[types.UID]bool
 	checked    int
 	violations []string
+	// settle: after each operation, wait until the controller has acted on it, so that it
+	// is judged in every state the sequence passes through, not only in those it happens to catch
+	// (lifecycle_settle_test.go).
+	settle  bool
+	probe   types.NamespacedName
+	probeOn bool
 }
 
-func newLifecycleRun(seed int64, mode string) *lifecycleRun {
-	r := &lifecycleRun{seed: seed, mode: mode, ns: map[string]string{}, model: newModel(installModes[mode]), userDelete: map[types.UID]bool{}}
+func newLifecycleRun(seed int64, mode string, settle bool) *lifecycleRun {
+	r := &lifecycleRun{seed: seed, mode: mode, ns: map[string]string{}, model: newModel(installModes[mode]), userDelete: map[types.UID]bool{}, settle: settle}
 	for _, sym := range []string{"op", "t1", "t2", "out", "sentinel"} {
 		r.ns[sym] = newNamespace("lc-" + sym)
 	}
-	r.permits, r.states, r.since = []map[string]bool{{}}, []string{"(nothing installed)"}, []time.Time{time.Now()}
+	r.states = []modelState{{since: time.Now(), permits: map[string]bool{}, csvs: "(nothing installed)"}}
 	return r
+}
+
+// modelState is the model between two changes: from since on, where it permits a cleanup and its CSVs
+// (for messages).
+type modelState struct {
+	since   time.Time
+	permits map[string]bool
+	csvs    string
+}
+
+// record starts a new state of the model, now.
+func (r *lifecycleRun) record() {
+	r.states = append(r.states, modelState{since: time.Now(), permits: r.model.permitted(), csvs: r.describeModel()})
+}
+
+// apply advances the model by o and, when it applies, performs it. The state it makes begins before the
+// first write: the controller may act on it at once, long before the next barrier.
+func (r *lifecycleRun) apply(o lifecycleOp) {
+	if r.model.apply(o) {
+		r.record()
+		r.do(o)
+	}
 }
 
 // run applies ops, then uninstalls what is left; it returns the violations found.
 func (r *lifecycleRun) run(ops []lifecycleOp) []string {
 	r.rec = startRecorder()
 	defer r.rec.Stop()
+	if r.settle {
+		r.startSettling()
+		defer r.stopSettling()
+	}
+	r.final = len(ops) + 1
 	for i, o := range ops {
 		r.rec.Stamp(i + 1)
-		if r.model.apply(o) {
-			r.do(o)
+		r.apply(o)
+		if r.settle {
+			r.settleAfter(fmt.Sprintf("step %d (%s)", i+1, o))
 		}
 		r.barrier(i + 1)
 		r.checkDeletions(ops)
@@ -74,7 +107,7 @@ func (r *lifecycleRun) run(ops []lifecycleOp) []string {
 	r.checkOptIn()
 	r.checkStatus()
 	r.uninstallAll()
-	r.barrier(len(ops) + 1)
+	r.barrier(r.final)
 	r.checkDeletions(ops)
 	return r.violations
 }
@@ -83,9 +116,10 @@ func (r *lifecycleRun) violate(format string, args ...any) {
 	r.violations = append(r.violations, fmt.Sprintf(format, args...))
 }
 
-// barrier waits until the recorder has seen everything up to now, then records the model's state.
+// barrier waits until the recorder has seen everything up to now, then records the model's state, less
+// the CSVs the API server no longer has (a CSV that went counts as there until this barrier).
 func (r *lifecycleRun) barrier(step int) {
-	name := fmt.Sprintf("sentinel-%d-%d", step, len(r.permits))
+	name := fmt.Sprintf("sentinel-%d-%d", step, len(r.states))
 	Expect(tenv.admin.Create(ctx, newOperand(lifecycleKind, r.ns["sentinel"], name))).To(Succeed())
 	Expect(r.rec.Barrier(ctx, r.ns["sentinel"], name, 30*time.Second)).To(Succeed())
 	live := map[string]bool{}
@@ -93,9 +127,7 @@ func (r *lifecycleRun) barrier(step int) {
 		live[c.Name] = true
 	}
 	r.model.observe(live)
-	r.permits = append(r.permits, r.model.permitted())
-	r.since = append(r.since, time.Now())
-	r.states = append(r.states, r.describeModel())
+	r.record()
 }
 
 func (r *lifecycleRun) describeModel() string {
@@ -136,10 +168,14 @@ func (r *lifecycleRun) checkDeletions(ops []lifecycleOp) {
 		if r.userDelete[d.UID] || strings.HasPrefix(d.Name, "sentinel-") {
 			continue
 		}
-		ok := false
-		for j := range r.permits {
-			ended := j+1 < len(r.since) && r.since[j+1].Before(d.At.Add(-passGrace))
-			if !r.since[j].After(d.At) && !ended && (r.permits[j]["*"] || (ours && r.permits[j][s])) {
+		ok, current := false, r.states[0]
+		for j, st := range r.states {
+			ended := j+1 < len(r.states) && r.states[j+1].since.Before(d.At.Add(-passGrace))
+			if st.since.After(d.At) {
+				continue
+			}
+			current = st
+			if !ended && (st.permits["*"] || (ours && st.permits[s])) {
 				ok = true
 			}
 		}
@@ -151,7 +187,7 @@ func (r *lifecycleRun) checkDeletions(ops []lifecycleOp) {
 				what = "the final uninstall"
 			}
 			r.violate("during %s Gear %s (namespace %q) was deleted, but no CSV permitted a cleanup there; CSVs: %s",
-				what, d, s, r.states[min(d.Step, len(r.states)-1)])
+				what, d, s, current.csvs)
 		}
 	}
 }
@@ -187,7 +223,7 @@ func (r *lifecycleRun) checkStatus() {
 // (oldest first), OLM and the operator do their part until nothing is left. Then the head's operands in
 // the targets must be gone (the cleanup happens at all), nothing may stay stuck, and no RBAC may stay held.
 func (r *lifecycleRun) uninstallAll() {
-	r.rec.Stamp(len(r.permits))
+	r.rec.Stamp(r.final)
 	head := ""
 	for _, n := range r.model.present() {
 		if r.model.isHead(n) {
@@ -196,8 +232,7 @@ func (r *lifecycleRun) uninstallAll() {
 	}
 	if head != "" {
 		if !r.model.csvs[head].enabled {
-			r.model.apply(lifecycleOp{Kind: opToggle, Name: head})
-			r.do(lifecycleOp{Kind: opToggle, Name: head})
+			r.apply(lifecycleOp{Kind: opToggle, Name: head})
 		}
 		key := types.NamespacedName{Namespace: r.ns["op"], Name: head}
 		if !r.within(15*time.Second, func() bool { c := getCSV(key); return c != nil && hasFinalizer(c) }) {
@@ -205,11 +240,9 @@ func (r *lifecycleRun) uninstallAll() {
 		}
 	}
 	for _, n := range []string{"op.v1", "op.v2", "op.v3"} {
-		if r.model.apply(lifecycleOp{Kind: opDeleteCSV, Name: n}) {
-			r.do(lifecycleOp{Kind: opDeleteCSV, Name: n})
-		}
+		r.apply(lifecycleOp{Kind: opDeleteCSV, Name: n})
 	}
-	r.barrier(len(r.permits))
+	r.barrier(r.final)
 	gone := func() bool {
 		r.do(lifecycleOp{Kind: opOLM})
 		r.do(lifecycleOp{Kind: opRelease})

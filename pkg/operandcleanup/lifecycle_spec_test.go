@@ -31,38 +31,46 @@ type lifecycleResult struct {
 	sequences, steps int
 	seed             int64
 	mode             string
+	settled          bool
 	ops              []lifecycleOp
 	violations       []string
 	original         []string // of the whole sequence, before shrinking
 }
 
 // runSequences runs n sequences of length steps from base, stopping at the first that violates an
-// invariant (shrunk with up to shrink re-runs).
-func runSequences(base int64, n, steps, shrink int) lifecycleResult {
+// invariant (shrunk with up to shrink re-runs). settles tells, from a sequence's seed, whether the
+// sequence waits for the controller after each operation (lifecycle_settle_test.go) or races it.
+func runSequences(base int64, n, steps, shrink int, settles func(seed int64) bool) lifecycleResult {
 	res := lifecycleResult{}
 	for i := 0; i < n; i++ {
 		seed := base + int64(i)
 		mode, ops := generateSequence(seed, steps)
 		res.sequences++
 		res.steps += len(ops)
-		if v := newLifecycleRun(seed, mode).run(ops); len(v) > 0 {
-			res.seed, res.mode = seed, mode
+		settle := settles(seed)
+		if v := newLifecycleRun(seed, mode, settle).run(ops); len(v) > 0 {
+			res.seed, res.mode, res.settled = seed, mode, settle
 			res.original = v
-			res.ops, res.violations = shrinkSequence(seed, mode, ops, v, shrink)
+			res.ops, res.violations = shrinkSequence(seed, mode, settle, ops, v, shrink)
 			return res
 		}
 	}
 	return res
 }
 
+// oddSeedsSettle: half the sequences race the controller, half are settled; a seed replays the same way.
+func oddSeedsSettle(seed int64) bool { return seed%2 != 0 }
+
+func alwaysSettle(int64) bool { return true }
+
 // shrinkSequence removes chunks of operations (halves, quarters, ... single ones) as long as the rest
 // still violates an invariant, within budget re-runs. It returns the shortest failing sequence found.
-func shrinkSequence(seed int64, mode string, ops []lifecycleOp, violations []string, budget int) ([]lifecycleOp, []string) {
+func shrinkSequence(seed int64, mode string, settle bool, ops []lifecycleOp, violations []string, budget int) ([]lifecycleOp, []string) {
 	for size := len(ops) / 2; size >= 1 && budget > 0; size /= 2 {
 		for i := 0; i+size <= len(ops) && budget > 0; {
 			cand := append(append([]lifecycleOp(nil), ops[:i]...), ops[i+size:]...)
 			budget--
-			if v := newLifecycleRun(seed, mode).run(cand); len(v) > 0 {
+			if v := newLifecycleRun(seed, mode, settle).run(cand); len(v) > 0 {
 				ops, violations = cand, v
 				continue
 			}
@@ -73,8 +81,12 @@ func shrinkSequence(seed int64, mode string, ops []lifecycleOp, violations []str
 }
 
 func (res lifecycleResult) failure() string {
-	return fmt.Sprintf("invariant violated in the sequence of seed %d (%s mode):\n  %s\nshortest failing sequence found (%d operations):%s\nits violations:\n  %s\nreplay: %s=%d %s=1 go test ./pkg/operandcleanup -run TestOperandCleanup -ginkgo.focus=lifecycle",
-		res.seed, res.mode, strings.Join(res.original, "\n  "), len(res.ops), formatOps(res.ops), strings.Join(res.violations, "\n  "), envSeed, res.seed, envSequences)
+	pace := "racing the controller"
+	if res.settled {
+		pace = "settled after each operation"
+	}
+	return fmt.Sprintf("invariant violated in the sequence of seed %d (%s mode, %s):\n  %s\nshortest failing sequence found (%d operations):%s\nits violations:\n  %s\nreplay: %s=%d %s=1 go test ./pkg/operandcleanup -run TestOperandCleanup -ginkgo.focus=lifecycle",
+		res.seed, res.mode, pace, strings.Join(res.original, "\n  "), len(res.ops), formatOps(res.ops), strings.Join(res.violations, "\n  "), envSeed, res.seed, envSequences)
 }
 
 // Not Serial: each Ginkgo process has its own control plane and controller (BeforeSuite), and
@@ -84,17 +96,35 @@ var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
 		base := envInt(envSeed, time.Now().UnixNano()%1_000_000)
 		n, steps, shrink := int(envInt(envSequences, 6)), int(envInt(envSteps, 18)), int(envInt(envShrink, 12))
 		start := time.Now()
-		res := runSequences(base, n, steps, shrink)
+		res := runSequences(base, n, steps, shrink, oddSeedsSettle)
 		AddReportEntry("lifecycle", fmt.Sprintf("seed %d: %d sequences, %d operations checked in %s", base, res.sequences, res.steps, time.Since(start).Round(time.Second)))
 		GinkgoWriter.Printf("lifecycle: seed %d, %d sequences, %d operations checked\n", base, res.sequences, res.steps)
 		Expect(res.violations).To(BeEmpty(), res.failure())
 	})
 
+	// Found by the first settled runs (seed 509): the checker dated the state an operation makes from the
+	// barrier after it, so a cleanup the controller did before that barrier was judged by the state before
+	// the uninstall, which permits nothing.
+	It("judges a cleanup done before the step's barrier by the state the step made", func() {
+		ops := []lifecycleOp{{Kind: opInstallEnabled}, {Kind: opCreateOperand, NS: "op", Name: "w1", Held: true}, {Kind: opDeleteCSV, Name: "op.v1"}}
+		r := newLifecycleRun(509, "AllNamespaces", true)
+		Expect(r.run(ops)).To(BeEmpty())
+		var inStep3, recorded []string
+		for _, d := range r.rec.Since(0) {
+			if d.Step == 3 && d.Name == "w1" {
+				inStep3 = append(inStep3, d.String())
+			}
+			recorded = append(recorded, fmt.Sprintf("%s in step %d", d, d.Step))
+		}
+		Expect(inStep3).To(HaveLen(1), "settled, the controller must have deleted w1 within step 3 (the uninstall), before its barrier; recorded: %s", strings.Join(recorded, ", "))
+	})
+
 	It("catches a controller that cleans up while another CSV of the installation is still installed", func() {
 		unsafeIgnoreOtherCSVs.Store(true)
 		DeferCleanup(func() { unsafeIgnoreOtherCSVs.Store(false) })
-		// A fixed seed range: the generator is deterministic, the bound is what make test can afford.
-		res := runSequences(envInt(envSeed+"_BROKEN", 1), int(envInt(envSequences+"_BROKEN", 12)), 18, 10)
+		// A fixed seed range: the generator is deterministic, and settled sequences make the controller act
+		// in every state, so whether it is caught does not depend on the machine's load.
+		res := runSequences(envInt(envSeed+"_BROKEN", 1), int(envInt(envSequences+"_BROKEN", 12)), 18, 10, alwaysSettle)
 		AddReportEntry("lifecycle (broken controller)", fmt.Sprintf("caught after %d sequences, %d operations; shrunk to %d", res.sequences, res.steps, len(res.ops)))
 		Expect(res.violations).NotTo(BeEmpty(), "the broken controller went unnoticed over %d sequences (%d operations)", res.sequences, res.steps)
 		GinkgoWriter.Println("caught as expected:\n" + res.failure())
