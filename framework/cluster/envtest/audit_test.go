@@ -31,6 +31,9 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := rest.CopyConfig(p.RESTConfig())
+	if cfg.BearerToken == "" || len(cfg.CertData) > 0 {
+		t.Errorf("the provider's clients should authenticate with the token of token.go, not a client certificate (token set: %t, certificate set: %t)", cfg.BearerToken != "", len(cfg.CertData) > 0)
+	}
 	cfg.UserAgent = "audit-probe/v0"
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -56,6 +59,9 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	for _, line := range strings.Split(string(data), "\n") {
 		if strings.Contains(line, `"userAgent":"audit-probe/v0"`) && strings.Contains(line, `"verb":"create"`) &&
 			strings.Contains(line, `"name":"audited"`) && strings.Contains(line, `"stage":"ResponseComplete"`) {
+			if !strings.Contains(line, `"username":"`+adminUser+`"`) {
+				t.Fatalf("the probe's request did not authenticate as %s (the token of token.go): %s", adminUser, line)
+			}
 			return
 		}
 	}

@@ -176,6 +176,10 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 	if err := p.audit(env.ControlPlane.APIServer); err != nil {
 		return err
 	}
+	token, err := tokenFile(env.ControlPlane.APIServer, dir)
+	if err != nil {
+		return err
+	}
 	if p.opts.ports != nil {
 		if port := p.opts.ports(attempt); port != 0 {
 			env.ControlPlane.APIServer.SecureServing.Address = "127.0.0.1"
@@ -187,17 +191,13 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 		_ = process.KillReferencing(dir)
 		return err
 	}
-	p.env, p.cfg = env, cfg
+	p.env, p.cfg = env, withToken(cfg, token)
 	return p.writeKubeconfig()
 }
 
 // writeKubeconfig writes an admin kubeconfig for the child processes and for users poking at the cluster.
 func (p *Provider) writeKubeconfig() error {
-	user, err := p.env.AddUser(crenvtest.User{Name: "cleanup-e2e-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	data, err := user.KubeConfig()
+	data, err := kubeconfigFor(p.cfg)
 	if err != nil {
 		return err
 	}
