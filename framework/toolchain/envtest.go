@@ -16,7 +16,8 @@ const CRDServedDeadline = time.Minute
 // StartEnvtest starts envtest's control plane (etcd, kube-apiserver, e's CRDs) from EnvtestAssets
 // unless e names its own binaries, with CRDServedDeadline unless e sets one. When Start fails it stops
 // what it started: envtest leaves etcd and kube-apiserver running when a later step (installing the
-// CRDs) fails, and an orphaned pair was once found 20 minutes after its run.
+// CRDs) fails, and an orphaned pair was once found 20 minutes after its run. The config it returns
+// authenticates as AdminUser with a bearer token (token.go), not with envtest's client certificate.
 func StartEnvtest(e *crenvtest.Environment) (*rest.Config, error) {
 	if e.BinaryAssetsDirectory == "" {
 		assets, err := EnvtestAssets()
@@ -34,6 +35,11 @@ func StartEnvtest(e *crenvtest.Environment) (*rest.Config, error) {
 	if e.CRDInstallOptions.MaxTime == 0 {
 		e.CRDInstallOptions.MaxTime = CRDServedDeadline
 	}
+	token, remove, err := adminToken(e)
+	if err != nil {
+		return nil, fmt.Errorf("writing the API server's token file: %w", err)
+	}
+	defer remove()
 	cfg, err := e.Start()
 	if err != nil {
 		if stopErr := e.Stop(); stopErr != nil {
@@ -41,5 +47,5 @@ func StartEnvtest(e *crenvtest.Environment) (*rest.Config, error) {
 		}
 		return nil, err
 	}
-	return cfg, nil
+	return withToken(cfg, token), nil
 }

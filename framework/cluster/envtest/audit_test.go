@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
 // TestAuditLogSaysWhoMadeTheRequests: with CLEANUP_E2E_AUDIT_DIR set, the API server's audit log names
@@ -32,7 +33,7 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	}
 	cfg := rest.CopyConfig(p.RESTConfig())
 	if cfg.BearerToken == "" || len(cfg.CertData) > 0 {
-		t.Errorf("the provider's clients should authenticate with the token of token.go, not a client certificate (token set: %t, certificate set: %t)", cfg.BearerToken != "", len(cfg.CertData) > 0)
+		t.Errorf("the provider's clients should authenticate with the token of toolchain.StartEnvtest, not a client certificate (token set: %t, certificate set: %t)", cfg.BearerToken != "", len(cfg.CertData) > 0)
 	}
 	cfg.UserAgent = "audit-probe/v0"
 	c, err := client.New(cfg, client.Options{})
@@ -59,8 +60,8 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	for _, line := range strings.Split(string(data), "\n") {
 		if strings.Contains(line, `"userAgent":"audit-probe/v0"`) && strings.Contains(line, `"verb":"create"`) &&
 			strings.Contains(line, `"name":"audited"`) && strings.Contains(line, `"stage":"ResponseComplete"`) {
-			if !strings.Contains(line, `"username":"`+adminUser+`"`) {
-				t.Fatalf("the probe's request did not authenticate as %s (the token of token.go): %s", adminUser, line)
+			if !strings.Contains(line, `"username":"`+toolchain.AdminUser+`"`) {
+				t.Fatalf("the probe's request did not authenticate as %s (the token of toolchain.StartEnvtest): %s", toolchain.AdminUser, line)
 			}
 			return
 		}

@@ -176,10 +176,6 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 	if err := p.audit(env.ControlPlane.APIServer); err != nil {
 		return err
 	}
-	token, err := tokenFile(env.ControlPlane.APIServer, dir)
-	if err != nil {
-		return err
-	}
 	if p.opts.ports != nil {
 		if port := p.opts.ports(attempt); port != 0 {
 			env.ControlPlane.APIServer.SecureServing.Address = "127.0.0.1"
@@ -191,7 +187,7 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 		_ = process.KillReferencing(dir)
 		return err
 	}
-	p.env, p.cfg = env, withToken(cfg, token)
+	p.env, p.cfg = env, cfg
 	return p.writeKubeconfig()
 }
 
