@@ -252,6 +252,17 @@ func metricValue(name string, labels map[string]string) float64 {
 	return 0
 }
 
+// metricFamilies names the metrics in controller-runtime's registry.
+func metricFamilies() []string {
+	fams, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, f := range fams {
+		out = append(out, f.GetName())
+	}
+	return out
+}
+
 func matchLabels(m *dto.Metric, want map[string]string) bool {
 	got := map[string]string{}
 	for _, l := range m.GetLabel() {

@@ -26,8 +26,14 @@ import (
 const settleTimeout = 30 * time.Second
 
 func (r *lifecycleRun) startSettling() {
+	// The gauge appears once the controller has started its workers (it leads): before that, "no
+	// reconcile running" would be read from a gauge that is not there.
+	Eventually(metricFamilies).WithTimeout(settleTimeout).Should(ContainElement(activeWorkers),
+		"settling reads controller-runtime's %s gauge, which appears once the controller runs its workers: it never did (not leading? its log says)", activeWorkers)
 	r.probe = keyOf(createCSV(r.ns["sentinel"], "settle-probe"))
 }
+
+const activeWorkers = "controller_runtime_active_workers"
 
 // settleAfter waits until the controller has acted on everything written before; after names the
 // operation for the failure message.
@@ -40,7 +46,7 @@ func (r *lifecycleRun) settleAfter(after string) {
 		"settling after %s: the controller did not answer the probe CSV %s within %s (spec.cleanup.enabled set to %t, its finalizer %s should follow): it is not reconciling CSVs; its log says why",
 		after, r.probe, settleTimeout, want, Finalizer)
 	active := func() float64 {
-		return metricValue("controller_runtime_active_workers", map[string]string{"controller": ControllerName})
+		return metricValue(activeWorkers, map[string]string{"controller": ControllerName})
 	}
 	Eventually(active).WithTimeout(settleTimeout).WithPolling(10*time.Millisecond).MustPassRepeatedly(2).Should(BeZero(),
 		"settling after %s: the controller was still reconciling after %s", after, settleTimeout)

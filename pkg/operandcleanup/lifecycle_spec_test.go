@@ -124,7 +124,9 @@ var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
 		DeferCleanup(func() { unsafeIgnoreOtherCSVs.Store(false) })
 		// A fixed seed range: the generator is deterministic, and settled sequences make the controller act
 		// in every state, so whether it is caught does not depend on the machine's load.
-		res := runSequences(envInt(envSeed+"_BROKEN", 1), int(envInt(envSequences+"_BROKEN", 12)), 18, 10, alwaysSettle)
+		// A shrink budget of 4 re-runs (halves, then quarters) proves the shrinker drops operations; more
+		// re-runs only make the example shorter and the suite, the longest package of make test, longer.
+		res := runSequences(envInt(envSeed+"_BROKEN", 1), int(envInt(envSequences+"_BROKEN", 12)), 18, 4, alwaysSettle)
 		AddReportEntry("lifecycle (broken controller)", fmt.Sprintf("caught after %d sequences, %d operations; shrunk to %d", res.sequences, res.steps, len(res.ops)))
 		Expect(res.violations).NotTo(BeEmpty(), "the broken controller went unnoticed over %d sequences (%d operations)", res.sequences, res.steps)
 		GinkgoWriter.Println("caught as expected:\n" + res.failure())
