@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -25,6 +26,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
@@ -193,12 +195,8 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 
 // writeKubeconfig writes an admin kubeconfig for the child processes and for users poking at the cluster.
 func (p *Provider) writeKubeconfig() error {
-	data, err := kubeconfigFor(p.cfg)
-	if err != nil {
-		return err
-	}
 	p.kubeconfig = filepath.Join(p.workDir, "kubeconfig")
-	return os.WriteFile(p.kubeconfig, data, 0o600)
+	return clientcmd.WriteToFile(*kube.KubeconfigFromREST(p.cfg), p.kubeconfig)
 }
 
 func (p *Provider) startKCM(ctx context.Context, c client.Client) error {

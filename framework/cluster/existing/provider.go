@@ -94,7 +94,7 @@ func (p *Provider) connect() error {
 	if p.workDir, err = os.MkdirTemp(p.opts.workRoot, "existing-"+p.opts.name+"-"); err != nil {
 		return err
 	}
-	kc := kubeconfigFromREST(cfg)
+	kc := kube.KubeconfigFromREST(cfg)
 	if _, ok := raw.Contexts[raw.CurrentContext]; ok {
 		if err := clientcmdapi.MinifyConfig(&raw); err != nil {
 			return err
@@ -110,23 +110,6 @@ func (p *Provider) connect() error {
 	}
 	p.c, err = kube.NewClient(cfg, kube.MustScheme())
 	return err
-}
-
-// kubeconfigFromREST renders a rest.Config (the in-cluster one) as a kubeconfig.
-func kubeconfigFromREST(cfg *rest.Config) *clientcmdapi.Config {
-	kc := clientcmdapi.NewConfig()
-	cl := clientcmdapi.NewCluster()
-	cl.Server, cl.CertificateAuthority, cl.CertificateAuthorityData = cfg.Host, cfg.CAFile, cfg.CAData
-	cl.InsecureSkipTLSVerify = cfg.Insecure
-	user := clientcmdapi.NewAuthInfo()
-	user.Token, user.TokenFile = cfg.BearerToken, cfg.BearerTokenFile
-	user.ClientCertificate, user.ClientCertificateData = cfg.CertFile, cfg.CertData
-	user.ClientKey, user.ClientKeyData = cfg.KeyFile, cfg.KeyData
-	kc.Clusters["cluster"], kc.AuthInfos["user"] = cl, user
-	ctx := clientcmdapi.NewContext()
-	ctx.Cluster, ctx.AuthInfo = "cluster", "user"
-	kc.Contexts["cluster"], kc.CurrentContext = ctx, "cluster"
-	return kc
 }
 
 func (p *Provider) checkReachable() error {
