@@ -43,6 +43,10 @@ case $PROVIDER in
     finish() {
       local rc=$?
       trap - EXIT INT TERM
+      if [ -n "${examples_pid:-}" ] && kill -0 "$examples_pid" 2>/dev/null; then
+        log "stopping the example consumers (process group $examples_pid)"
+        kill -- -"$examples_pid" 2>/dev/null || true
+      fi
       "$helper" logs "$ARTIFACTS/kind-logs" >/dev/null 2>&1 && log "node logs in $ARTIFACTS/kind-logs" || true
       if [ "$keep" = 1 ]; then
         log "KEEP_CLUSTER=1: kind cluster $cluster kept (kubeconfig: kind export kubeconfig --name $cluster, or ${TMPDIR:-/tmp}/cleanup-e2e-kind/kind-$cluster/kubeconfig); delete: CLEANUP_E2E_KIND_CLUSTER=$cluster go run ./scripts/kind/cluster down"
@@ -64,16 +68,31 @@ esac
 rm -f "$ARTIFACTS/junit-e2e.xml" "$ARTIFACTS"/junit-example-*.xml   # the closing line must count this run only
 rm -rf "$ARTIFACTS/budget"          # so does the time budget
 rc=0
+# On kind, the example consumers (examples/*: Ginkgo and e2e-framework) run on the same cluster as the
+# suites, as a consumer repo's suite would, and at the same time: runs share the cluster and take it
+# alone only to install, remove or run a Serial spec (framework/testenv/runlock.go). Their output is
+# printed when they end. (On envtest, make test runs them.)
+reports=("$ARTIFACTS/junit-e2e.xml")
+if [ "$PROVIDER" = kind ]; then
+  examples_out=$ARTIFACTS/examples.log
+  log "==> example consumers on PROVIDER=kind, beside the suites (output: $examples_out, printed when they end)"
+  examples_start=$SECONDS
+  # Its own process group, so that the EXIT trap can stop all of it before deleting the cluster.
+  EXAMPLES_AT_ONCE=1 setsid bash scripts/test-examples.sh >"$examples_out" 2>&1 &
+  examples_pid=$!
+  reports+=("$ARTIFACTS"/junit-example-*.xml)
+fi
 step "e2e suites on PROVIDER=$PROVIDER (ginkgo -p $procs)" \
   go run github.com/onsi/ginkgo/v2/ginkgo run -r --procs="$procs" --randomize-all --keep-going \
     --timeout="${E2E_TIMEOUT:-90m}" --junit-report=junit-e2e.xml --output-dir="$ARTIFACTS" \
     ${GINKGO_LABEL_FILTER:+--label-filter="$GINKGO_LABEL_FILTER"} ./e2e || rc=$?
-# The example consumers (examples/*: Ginkgo and e2e-framework) run on the same kind cluster, as a
-# consumer repo's suite would (on envtest, make test runs them).
-reports=("$ARTIFACTS/junit-e2e.xml")
-if [ "$PROVIDER" = kind ]; then
-  step "example consumers on PROVIDER=kind" bash scripts/test-examples.sh || rc=1
-  reports+=("$ARTIFACTS"/junit-example-*.xml)
+if [ -n "${examples_pid:-}" ]; then
+  examples_rc=0
+  wait "$examples_pid" || examples_rc=$?
+  cat "$examples_out"
+  log "<== example consumers on PROVIDER=kind done in $((SECONDS - examples_start))s (rc=$examples_rc)"
+  [ "$examples_rc" = 0 ] || rc=1
+  reports=("$ARTIFACTS/junit-e2e.xml" "$ARTIFACTS"/junit-example-*.xml)
 fi
 # One closing line over every suite's specs (fails too when Ginkgo crashed before writing its report).
 go run ./scripts/budget "$ARTIFACTS/budget" || true # where the seconds went (framework/budget)

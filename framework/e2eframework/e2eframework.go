@@ -23,6 +23,7 @@ import (
 	"os"
 	"testing"
 
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -100,7 +101,15 @@ func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]ty
 		for _, l := range k.Labels {
 			b = b.WithLabel("case", l)
 		}
+		global := k.Mode == operatorsv1alpha1.InstallModeTypeAllNamespaces
 		out = append(out, b.Assess(k.Name, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if global && c.env != nil { // its cleanup is cluster-wide: other runs on a shared cluster wait
+				done, err := c.env.Alone(ctx, "AllNamespaces case "+k.Name)
+				if err != nil {
+					t.Fatalf("an AllNamespaces case waits to have the shared cluster alone: %v", err)
+				}
+				defer done()
+			}
 			k.Run(ctx, specs.FromTesting(t))
 			return ctx
 		}).Feature())

@@ -62,9 +62,23 @@ func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
 
 	components := ForOperandCleanup()
 	components.ClusterOperatorCRD = true
+	// Missing, read before, names what Ensure then creates; a shared cluster's run decides by it.
+	missing, disruptive, err := Missing(ctx, Input{Components: components, Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
 	first, err := Ensure(ctx, Input{Components: components, Client: c, Log: testr.New(t).WithName("first")})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if created := first.Created(); !slices.Equal(missing, created) {
+		t.Errorf("Missing said %v, but Ensure created %v", missing, created)
+	}
+	if want := []string{"CustomResourceDefinition " + coCRD.Name}; !slices.Equal(disruptive, want) {
+		t.Errorf("Missing said %v is disruptive, want %v (only the ClusterOperator CRD changes the cluster for other runs)", disruptive, want)
+	}
+	if again, _, err := Missing(ctx, Input{Components: components, Client: c}); err != nil || len(again) > 0 {
+		t.Errorf("after Ensure, Missing says %v (err %v), want nothing", again, err)
 	}
 	if f := first.Found(); f.OperandCleanup || f.ClusterOperatorCRD {
 		t.Errorf("found %+v, want no operand-cleanup controller, no ClusterOperator CRD", f)

@@ -102,6 +102,18 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 		}
 	}, decorators...)
 	ginkgo.SynchronizedAfterSuite(func(ctx context.Context) { stop(ctx, own) }, func(ctx context.Context) { stop(ctx, primary) })
+	// A Serial spec acts on the whole cluster (an AllNamespaces cleanup, stopping OLM): Ginkgo keeps this
+	// run's other specs away from it, and on a shared cluster the run holds the cluster alone meanwhile,
+	// so other runs' specs stay away too (Ginkgo runs Serial specs in process 1, which holds the run).
+	ginkgo.BeforeEach(func(ctx context.Context) {
+		if env := primary; env != nil && ginkgo.CurrentSpecReport().IsSerial {
+			done, err := env.Alone(ctx, "Serial spec "+ginkgo.CurrentSpecReport().FullText())
+			if err != nil {
+				ginkgo.Fail(fmt.Sprintf("a Serial spec waits to have the shared cluster alone: %v", err))
+			}
+			ginkgo.DeferCleanup(done)
+		}
+	})
 	return true
 }
 

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,45 +14,218 @@ import (
 	"github.com/go-logr/logr/funcr"
 )
 
-// TestASecondRunOnASharedClusterWaitsForTheFirst: the run lock serialises runs on one cluster, and the
-// one that waits says why.
-func TestASecondRunOnASharedClusterWaitsForTheFirst(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cluster.run.lock")
+// Each *runLocks plays one process: flock conflicts between open files, not processes, so two
+// runLocks in one test process behave like two processes on the machine.
+func newProcess() *runLocks { return &runLocks{paths: map[string]*processLock{}} }
+
+func recordingLog() (logr.Logger, func() []string) {
 	var mu sync.Mutex
 	var said []string
 	log := funcr.New(func(_, args string) { mu.Lock(); said = append(said, args); mu.Unlock() }, funcr.Options{})
+	return log, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string{}, said...) }
+}
 
-	// The other run is another process: its own open of the lock file.
-	other, err := lockFile(path, logr.Discard(), "waiting")
+// within fails the test unless fn returns within d; it returns whether it did.
+func within(t *testing.T, d time.Duration, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { fn(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: still waiting after %s", what, d)
+	}
+}
+
+// blocked asserts that fn has not returned after a while, then returns a wait for it.
+func blocked(t *testing.T, what string, fn func()) (wait func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { fn(); close(done) }()
+	select {
+	case <-done:
+		t.Fatalf("%s did not wait", what)
+	case <-time.After(300 * time.Millisecond):
+	}
+	return func() {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still waiting 10s after what it waited for ended", what)
+		}
+	}
+}
+
+func mustLock(t *testing.T, l *runLocks, path string, log logr.Logger) *runHold {
+	t.Helper()
+	h, err := l.lockRun(context.Background(), path, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := func() { other.Close() } // as when that process ends
-	second := make(chan func())
-	go func() {
-		unlock, err := lockRun(path, log)
-		if err != nil {
+	return h
+}
+
+// TestRunsShareTheClusterUntilOneNeedsItAlone: two runs of two processes use the cluster at once; a run
+// that needs it alone waits for both, says why, and no new run starts while it waits (else a stream of
+// runs would starve it); the new run starts once the alone section is over.
+func TestRunsShareTheClusterUntilOneNeedsItAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.run.lock")
+	ctx := context.Background()
+	a := mustLock(t, newProcess(), path, logr.Discard())
+	var b *runHold
+	within(t, 5*time.Second, "a second run while the first is shared", func() { b = mustLock(t, newProcess(), path, logr.Discard()) })
+
+	log, said := recordingLog()
+	c := mustLock(t, newProcess(), path, log)
+	var back func()
+	aloneDone := blocked(t, "a run that needs the cluster alone while two others use it", func() {
+		var err error
+		if back, err = c.alone(ctx, "Serial spec X"); err != nil {
 			t.Error(err)
 		}
-		second <- unlock
-	}()
+	})
+	newRun := make(chan *runHold, 1)
+	d := newProcess()
+	go func() { newRun <- mustLock(t, d, path, logr.Discard()) }()
+	_ = a.release(ctx, "", nil)
+	_ = b.release(ctx, "", nil)
+	aloneDone()
 	select {
-	case <-second:
-		t.Fatal("a second run started while the first held the cluster")
+	case <-newRun:
+		t.Fatal("a new run started while another had the cluster alone")
 	case <-time.After(300 * time.Millisecond):
 	}
-	first()
+	if s := strings.Join(said(), "\n"); !strings.Contains(s, "other runs use the shared cluster") || !strings.Contains(s, "Serial spec X") || !strings.Contains(s, path) {
+		t.Errorf("the waiting run did not say why it waits, naming the lock and what for:\n%s", s)
+	}
+	back()
 	select {
-	case unlock := <-second:
-		unlock()
+	case r := <-newRun:
+		_ = r.release(ctx, "", nil)
 	case <-time.After(10 * time.Second):
-		t.Fatal("the second run did not start once the first released the cluster")
+		t.Fatal("the new run did not start once the alone section ended")
 	}
+	_ = c.release(ctx, "", nil)
+}
+
+// TestTwoRunsThatNeedTheClusterAloneTakeTurns: each waits for the other to stop using the cluster;
+// neither may wait forever.
+func TestTwoRunsThatNeedTheClusterAloneTakeTurns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.run.lock")
+	ctx := context.Background()
+	a, b := mustLock(t, newProcess(), path, logr.Discard()), mustLock(t, newProcess(), path, logr.Discard())
+	var mu sync.Mutex
+	inside := 0
+	section := func(h *runHold) {
+		back, err := h.alone(ctx, "turn")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		inside++
+		n := inside
+		mu.Unlock()
+		if n > 1 {
+			t.Error("two runs had the cluster alone at once")
+		}
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		inside--
+		mu.Unlock()
+		back()
+	}
+	within(t, 10*time.Second, "two runs each wanting the cluster alone", func() {
+		var wg sync.WaitGroup
+		for _, h := range []*runHold{a, b} {
+			wg.Go(func() { section(h); section(h); _ = h.release(ctx, "", nil) })
+		}
+		wg.Wait()
+	})
+}
+
+// TestRunsOfOneProcessShareItsHold: two runs of one process (parallel test functions) do not wait for
+// each other; the cluster is free once both released it, and a release called twice (Stop after a
+// failed Start) counts once. One of them alone waits for the other's shared section to end.
+func TestRunsOfOneProcessShareItsHold(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.run.lock")
+	ctx := context.Background()
+	free := func() bool { // can another process have it alone now?
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	}
+	proc := newProcess()
+	a := mustLock(t, proc, path, logr.Discard())
+	var b *runHold
+	within(t, 5*time.Second, "a second run of the same process", func() { b = mustLock(t, proc, path, logr.Discard()) })
+
+	var mu sync.Mutex
+	bAlone := false
+	var back func()
+	aloneDone := blocked(t, "a run alone while another run of its process is in a shared section", func() {
+		var err error
+		if back, err = b.alone(ctx, "Serial"); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		bAlone = err == nil
+		mu.Unlock()
+	})
+	// a's removal and b's alone section both wait for the other's: either goes first, never both.
+	removed := make(chan bool, 1)
+	go func() {
+		_ = a.release(ctx, "remove", func() error { mu.Lock(); defer mu.Unlock(); removed <- !bAlone; return nil })
+	}()
+	aloneDone()
 	mu.Lock()
-	defer mu.Unlock()
-	if len(said) == 0 || !strings.Contains(said[0], "another run uses the shared cluster") || !strings.Contains(said[0], path) {
-		t.Fatalf("the waiting run did not say why it waits, naming the lock: %q", said)
+	bAlone = false
+	mu.Unlock()
+	back()
+	select {
+	case ok := <-removed:
+		if !ok {
+			t.Fatal("a run removed what it installed while another run of its process had the cluster alone")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run's removal did not run once the other run's alone section ended")
 	}
+	_ = a.release(ctx, "", nil)
+	if free() {
+		t.Fatal("the cluster was free while one run of the process still used it")
+	}
+	_ = b.release(ctx, "", nil)
+	if !free() {
+		t.Fatal("the cluster stayed locked after both runs released it")
+	}
+}
+
+// TestAWaitForTheClusterAloneEndsWithItsContext, and leaves the run shared: nothing it would have done
+// alone runs.
+func TestAWaitForTheClusterAloneEndsWithItsContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.run.lock")
+	other := mustLock(t, newProcess(), path, logr.Discard())
+	r := mustLock(t, newProcess(), path, logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	ran := false
+	err := r.release(ctx, "remove what the run installed", func() error { ran = true; return nil })
+	if err == nil || ran || !strings.Contains(err.Error(), "remove what the run installed") {
+		t.Fatalf("release while another run uses the cluster, ctx ending: ran=%v err=%v; want not run and an error naming why it waited", ran, err)
+	}
+	within(t, 5*time.Second, "a run alone after the other's wait ended", func() {
+		back, err := other.alone(context.Background(), "after")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		back()
+	})
+	_ = other.release(context.Background(), "", nil)
 }
 
 func TestEachSharedClusterHasItsOwnRunLock(t *testing.T) {
@@ -66,47 +240,5 @@ func TestEachSharedClusterHasItsOwnRunLock(t *testing.T) {
 	t.Setenv("KUBECONFIG", "/b")
 	if b := runLockPath(Input{Provider: "existing"}); a == b {
 		t.Fatalf("two kubeconfigs share the run lock %s", a)
-	}
-}
-
-// TestStartsInOneProcessShareTheRunLock: two Envs of one process (parallel test functions) share the
-// hold instead of waiting for each other forever; the cluster is free once both released it, and a
-// release called twice (Stop after a failed Start) counts once.
-func TestStartsInOneProcessShareTheRunLock(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cluster.run.lock")
-	free := func() bool { // can another process take it now?
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
-	}
-	a, err := lockRun(path, logr.Discard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan func())
-	go func() {
-		b, err := lockRun(path, logr.Discard())
-		if err != nil {
-			t.Error(err)
-		}
-		done <- b
-	}()
-	var b func()
-	select {
-	case b = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a second Start in the same process waits for the first")
-	}
-	a()
-	a()
-	if free() {
-		t.Fatal("the cluster was free while one Env of the process still used it")
-	}
-	b()
-	if !free() {
-		t.Fatal("the cluster stayed locked after both Envs released it")
 	}
 }

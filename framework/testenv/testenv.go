@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,26 +71,27 @@ type Env struct {
 	cluster.Environment
 	// Stack is what runs on the cluster for the specs, and what of it this run created.
 	Stack *stack.Stack
-	// unlock releases a shared cluster's run lock (runlock.go); nil on envtest.
-	unlock func()
+	// hold is the run's hold on a shared cluster (runlock.go); nil on envtest.
+	hold *runHold
 }
 
 // Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
-// started is stopped again.
+// started is stopped again. On a shared cluster the run holds it shared, or alone to its end when the
+// stack is missing something (runlock.go).
 func Start(ctx context.Context, in Input) (*Env, error) {
 	if in.Log.GetSink() == nil {
 		in.Log = logr.Discard()
 	}
 	var err error
-	unlock := func() {}
+	var hold *runHold
 	if in.Shared() {
-		if unlock, err = lockRun(runLockPath(in), in.Log); err != nil {
+		if hold, err = processLocks.lockRun(ctx, runLockPath(in), in.Log); err != nil {
 			return nil, err
 		}
 	}
 	defer func() {
-		if err != nil {
-			unlock()
+		if err != nil && hold != nil {
+			_ = hold.release(ctx, "", nil)
 		}
 	}()
 	failed := func() bool { return err != nil }
@@ -104,25 +106,78 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 		return nil, errors.Join(err, p.Stop(context.WithoutCancel(ctx)))
 	}
 	done = budget.Start("setup "+in.Name, "stack-ready", failed)
-	s, err := stack.Ensure(ctx, stack.Input{Components: in.Stack, Client: env.Client, Log: in.Log.WithName("stack")})
+	s, err := ensureStack(ctx, hold, stack.Input{Components: in.Stack, Client: env.Client, Log: in.Log.WithName("stack")})
 	done()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ensure the stack on provider %s: %w", p.Name(), err), p.Stop(context.WithoutCancel(ctx)))
 	}
-	return &Env{Environment: env, Stack: s, unlock: unlock}, nil
+	return &Env{Environment: env, Stack: s, hold: hold}, nil
+}
+
+// ensureStack ensures the stack. On a shared cluster runs ensure one at a time (each probes OLM in the
+// same namespace, and two installing the same piece would collide), and a run that installs something
+// disruptive (stack.Missing) first waits to have the cluster alone, and keeps it alone to its end.
+func ensureStack(ctx context.Context, hold *runHold, in stack.Input) (*stack.Stack, error) {
+	if hold == nil {
+		return stack.Ensure(ctx, in)
+	}
+	_, disruptive, err := stack.Missing(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if len(disruptive) > 0 {
+		what := strings.Join(disruptive, ", ")
+		if err := hold.aloneToTheEnd(ctx, "the run installs "+what+", which changes the cluster for other runs"); err != nil {
+			return nil, fmt.Errorf("wait to have the shared cluster alone to install %s: %w", what, err)
+		}
+		return stack.Ensure(ctx, in)
+	}
+	lock, err := lockFile(hold.p.path+".ensure", in.Log, "another run is ensuring the stack; waiting for it")
+	if err != nil {
+		return nil, err
+	}
+	defer unlockFile(lock)
+	return stack.Ensure(ctx, in)
+}
+
+// Alone waits until no other run uses the shared cluster and holds it alone until done is called: for
+// a spec that acts on the whole cluster (an AllNamespaces cleanup, stopping OLM). why names the spec in
+// the log of a run that waits. On envtest (the run's own cluster) it returns at once.
+func (e *Env) Alone(ctx context.Context, why string) (done func(), err error) {
+	if e.hold == nil {
+		return func() {}, nil
+	}
+	return e.hold.alone(ctx, why)
 }
 
 // Stop tears the stack down, unless the provider deletes the cluster anyway, then stops the provider.
+// On a shared cluster both happen alone when they remove anything.
 func (e *Env) Stop(ctx context.Context) error {
-	var errs []error
-	if d, ok := e.Provider.(cluster.Disposable); e.Stack != nil && !(ok && d.DeletesClusterOnStop()) {
-		errs = append(errs, e.Stack.Teardown(ctx))
+	d, ok := e.Provider.(cluster.Disposable)
+	deletes := ok && d.DeletesClusterOnStop()
+	teardown := e.Stack != nil && !deletes
+	stopAll := func() error {
+		var errs []error
+		if teardown {
+			errs = append(errs, e.Stack.Teardown(ctx))
+		}
+		return errors.Join(append(errs, e.Provider.Stop(ctx))...)
 	}
-	errs = append(errs, e.Provider.Stop(ctx))
-	if e.unlock != nil {
-		e.unlock() // the next run on a shared cluster may start
+	var err error
+	switch {
+	case e.hold == nil:
+		err = stopAll()
+	case deletes:
+		err = e.hold.release(ctx, "the run deletes the cluster", stopAll)
+	case teardown && e.Stack.MayRemove():
+		err = e.hold.release(ctx, "the run removes what it installed and what its specs left", stopAll)
+		if err != nil && !e.hold.aloneToEnd { // never got it alone: nothing was removed
+			err = errors.Join(fmt.Errorf("%w; not removed: %v", err, e.Stack.Created()), e.Provider.Stop(ctx))
+		}
+	default:
+		err = errors.Join(stopAll(), e.hold.release(ctx, "", nil))
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return fmt.Errorf("stop provider %s: %w", e.Provider.Name(), err)
 	}
 	return nil
