@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,25 +20,29 @@ import (
 
 // A shared cluster (kind, existing) serves several runs at once — the test binaries of `go test ./...`,
 // the suites and example consumers of `make e2e` — as long as none of them changes what the others
-// stand on. The cluster's run lock (a flock, so a run that dies releases it) says who may:
+// stand on. Two flocks per cluster (a run that dies releases them) say who may:
 //
-//   - A run holds the cluster shared from Start to Stop: its specs run beside other runs' specs (the
-//     spec library gives each case its own namespaces and samples, and the leftovers check only blames
-//     an installation for what is linked to it).
-//   - A run holds the cluster alone (no other run's specs in flight) while it does what could break
-//     them: for the whole run when Start must install part of the stack (what it installs it also
-//     removes at Stop, and an install such as the ClusterOperator CRD changes how OLM restarts); while
-//     Stop removes what the run installed or left (the footprint) or deletes the cluster; and for each
-//     spec that acts on the whole cluster (Env.Alone: Ginkgo's Serial specs, e.g. an AllNamespaces
-//     cleanup or a spec that stops OLM).
+//   - The members lock: every run holds it shared from Start to Stop. A run that removes what it
+//     installed or what its specs left (the stack's ledger and footprint), or deletes the cluster,
+//     waits to hold it exclusively: until no other run is alive, since another run may use what it
+//     removes (a run that finds the operand-cleanup controller there uses it and does not own it).
+//   - The sections lock: a run holds it shared while its specs run beside other runs' (the spec library
+//     gives each case its own namespaces and samples, and the leftovers check only blames an
+//     installation for what is linked to it), and exclusively — alone, no other run's specs in flight,
+//     though the other runs stay alive — for each spec that acts on the whole cluster (Env.Alone:
+//     Ginkgo's Serial specs, e.g. an AllNamespaces cleanup or a spec that stops OLM), and for the whole
+//     run when Start installs something disruptive (stack.Missing: the ClusterOperator CRD changes how
+//     OLM restarts), which its Stop removes before anyone runs beside it again.
 //
-// The safety invariant, checked by TestRunLockRandomizedRunsNeverOverlapAnAloneSection: while a run is
-// alone, no other run is in a shared section. A run waiting to be alone stops new runs from starting
-// (a turnstile), so a stream of shared runs cannot starve it. Ginkgo's other processes of the same run
-// Connect without the lock: process 1 holds it for them, and runs the Serial specs.
+// Invariants, checked by TestRunLockRandomizedRunsKeepTheInvariants: while a run is alone, no other run
+// is in a section; while a run removes, no other run is alive or removing. Each lock has a turnstile:
+// a run waiting for the exclusive hold keeps new runs from taking the shared one, so a stream of runs
+// cannot starve it. A run drops its shared holds before waiting for an exclusive one, so two runs
+// that wait for each other's end cannot deadlock. Ginkgo's other processes of a run Connect without the
+// lock: process 1 holds it for them, and runs the Serial specs.
 
 // runLockPath is the lock of the cluster in.ProviderName() would use: a kind cluster by its name, an
-// existing one by its kubeconfig and context.
+// existing one by its kubeconfig and context. The members lock is next to it.
 func runLockPath(in Input) string {
 	dir := filepath.Join(os.TempDir(), "cleanup-e2e-kind")
 	if in.ProviderName() == "kind" {
@@ -47,13 +52,13 @@ func runLockPath(in Input) string {
 	return filepath.Join(dir, "existing-"+hex.EncodeToString(h[:])[:16]+".run.lock")
 }
 
-// lockPoll is how often a waiting run tries the lock again: polling lets a wait end with its context.
+// lockPoll is how often a waiting run tries a lock again: polling lets a wait end with its context.
 var lockPoll = 100 * time.Millisecond
 
 // runLocks is a process's view of the run locks: a flock conflicts with every other open of the file,
 // the same process's too, so the runs of one process (test functions that each start an Env, in
-// parallel) share one open file per lock and coordinate among themselves here. A test makes several
-// runLocks to play several processes.
+// parallel) share one open file per lock and coordinate among themselves here, by the same rules. A
+// test makes several runLocks to play several processes.
 type runLocks struct {
 	mu    sync.Mutex
 	paths map[string]*processLock
@@ -61,16 +66,19 @@ type runLocks struct {
 
 var processLocks = &runLocks{paths: map[string]*processLock{}}
 
-// processLock is one process's hold of one run lock and its runs on it.
+// processLock is one process's holds of one cluster's locks and its runs on it.
 type processLock struct {
 	path string
 	mu   sync.Mutex
 	cond *sync.Cond
-	f    *os.File // open while holds > 0; flock shared, or exclusive while alone
-	// holds: the process's runs on the cluster; busy: those of them in a shared section (not waiting to
-	// be alone); alone: one of them is alone now.
-	holds, busy int
-	alone       bool
+	// sections and members are open while holds > 0; how they are held: 0, LOCK_SH or LOCK_EX.
+	sections, members         *os.File
+	sectionsHeld, membersHeld int
+	// holds: the process's runs alive (started, not released); busy: those in a section (not waiting to
+	// be alone or to remove); removers: those waiting to remove or removing.
+	holds, busy, removers int
+	// alone: a run of the process is alone; removing: one is removing.
+	alone, removing bool
 }
 
 // runHold is one run's hold on its cluster.
@@ -78,12 +86,12 @@ type runHold struct {
 	p    *processLock
 	log  logr.Logger
 	once sync.Once
-	// aloneToEnd: the run became alone for the rest of the run (Start installed part of the stack).
+	// aloneToEnd: the run is alone for the rest of the run (Start installed something disruptive).
 	aloneToEnd bool
 }
 
-// lockRun starts a run on the cluster whose lock is path: shared, waiting while a run is alone (saying
-// so: a wait of minutes would otherwise look like a hang).
+// lockRun starts a run on the cluster whose sections lock is path, waiting while a run removes or is
+// alone (saying so: a wait of minutes would otherwise look like a hang).
 func (l *runLocks) lockRun(ctx context.Context, path string, log logr.Logger) (*runHold, error) {
 	l.mu.Lock()
 	p, ok := l.paths[path]
@@ -95,78 +103,105 @@ func (l *runLocks) lockRun(ctx context.Context, path string, log logr.Logger) (*
 	l.mu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.alone { // another run of this process is alone: wait for it like for another process's
+	for p.alone || p.removers > 0 { // this process's runs follow the rules among themselves too
 		p.cond.Wait()
 	}
 	if p.holds == 0 {
-		f, err := openLock(path)
+		var err error
+		if p.members, err = openLock(membersPath(path)); err != nil {
+			return nil, err
+		}
+		if p.sections, err = openLock(path); err != nil {
+			p.members.Close()
+			return nil, err
+		}
+		if err = p.take(ctx, log, p.members, &p.membersHeld, syscall.LOCK_SH,
+			"a run waits to remove what it installed from the shared cluster; starting after it"); err == nil {
+			err = p.take(ctx, log, p.sections, &p.sectionsHeld, syscall.LOCK_SH,
+				"another run has the shared cluster alone (a Serial spec, or installing something disruptive); waiting for it")
+		}
 		if err != nil {
+			p.drop()
 			return nil, err
 		}
-		// The turnstile first: a run waiting to be alone holds it, so new runs queue behind it.
-		if err := flockWait(ctx, turnstile(path), syscall.LOCK_EX, log, "a run waits to have the shared cluster alone; starting after it", func(t *os.File) error {
-			defer unlockFile(t)
-			return flockWait(ctx, f, syscall.LOCK_SH, log, "another run has the shared cluster alone (installing, removing what it installed, or a spec that acts on the whole cluster); waiting for it", nil)
-		}); err != nil {
-			f.Close()
-			return nil, err
-		}
-		p.f = f
 	}
 	p.holds++
 	p.busy++
 	return &runHold{p: p, log: log}, nil
 }
 
-// alone waits until no other run is in a shared section, this process's included, and returns to the
-// shared hold with back. why says in the log what the run needs the cluster alone for.
+// take holds f (the sections or members lock) as how, recording it in *held. Shared, it queues at
+// the turnstile first; exclusive, it holds the turnstile while it waits. A hold of another kind is
+// dropped first (flock converts that way anyway), so the run holds neither while it waits.
+func (p *processLock) take(ctx context.Context, log logr.Logger, f *os.File, held *int, how int, waiting string) error {
+	if *held == how {
+		return nil
+	}
+	if *held != 0 {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		*held = 0
+	}
+	err := flockWait(ctx, turnstile(f.Name()), syscall.LOCK_EX, log, waiting+" (queued behind it)", func(t *os.File) error {
+		defer unlockFile(t)
+		return flockWait(ctx, f, how, log, waiting, nil)
+	})
+	if err == nil {
+		*held = how
+	}
+	return err
+}
+
+// drop closes the process's locks (its last run ended).
+func (p *processLock) drop() {
+	for _, f := range []*os.File{p.sections, p.members} {
+		if f != nil {
+			unlockFile(f)
+		}
+	}
+	p.sections, p.members, p.sectionsHeld, p.membersHeld = nil, nil, 0, 0
+}
+
+// alone waits until no other run is in a section, this process's included, and returns to the shared
+// section with back. why says in the log what the run needs the cluster alone for.
 func (r *runHold) alone(ctx context.Context, why string) (back func(), err error) {
 	p := r.p
 	stop := context.AfterFunc(ctx, func() { p.mu.Lock(); p.cond.Broadcast(); p.mu.Unlock() })
 	defer stop()
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.busy--
+	p.cond.Broadcast() // a run of the process waiting for the others to leave their sections
 	for (p.busy > 0 || p.alone) && ctx.Err() == nil {
 		p.cond.Wait()
 	}
 	if err := ctx.Err(); err != nil {
-		for p.alone { // back to shared, which waits for another run of the process that is alone
+		for p.alone { // back to a section, which waits for another run of the process that is alone
 			p.cond.Wait()
 		}
 		p.busy++
 		p.cond.Broadcast()
-		p.mu.Unlock()
 		return nil, err
 	}
 	p.alone = true
-	p.mu.Unlock()
-	// The other processes. The shared hold is dropped before queueing at the turnstile: two runs that
-	// both want to be alone would otherwise each hold what the other waits for.
-	_ = syscall.Flock(int(p.f.Fd()), syscall.LOCK_UN)
-	err = flockWait(ctx, turnstile(p.path), syscall.LOCK_EX, r.log, "another run waits to have the shared cluster alone; waiting for it to be done ("+why+")", func(t *os.File) error {
-		defer unlockFile(t)
-		return flockWait(ctx, p.f, syscall.LOCK_EX, r.log, "other runs use the shared cluster; waiting for them to end ("+why+")", nil)
-	})
-	if err != nil {
-		r.share()
+	// Other processes (this one's runs all wait meanwhile: they need p.mu).
+	if err := p.take(ctx, r.log, p.sections, &p.sectionsHeld, syscall.LOCK_EX, "other runs use the shared cluster; waiting for them to leave it alone ("+why+")"); err != nil {
+		r.shareLocked()
 		return nil, err
 	}
 	r.log.Info("has the shared cluster alone", "for", why)
-	return sync.OnceFunc(r.share), nil
+	return sync.OnceFunc(func() { p.mu.Lock(); defer p.mu.Unlock(); r.shareLocked() }), nil
 }
 
-// share ends an alone section (or a failed wait for one): back to the shared hold.
-func (r *runHold) share() {
+// shareLocked ends an alone section (or a failed wait for one): back to a shared section. p.mu held.
+func (r *runHold) shareLocked() {
 	p := r.p
-	_ = flockWait(context.Background(), p.f, syscall.LOCK_SH, r.log, "", nil)
-	p.mu.Lock()
+	_ = p.take(context.Background(), r.log, p.sections, &p.sectionsHeld, syscall.LOCK_SH, "")
 	p.alone = false
 	p.busy++
 	p.cond.Broadcast()
-	p.mu.Unlock()
 }
 
-// aloneToTheEnd makes the rest of the run alone (Start found part of the stack missing); release ends it.
+// aloneToTheEnd makes the rest of the run alone (Start installs something disruptive); release ends it.
 func (r *runHold) aloneToTheEnd(ctx context.Context, why string) error {
 	if _, err := r.alone(ctx, why); err != nil {
 		return err
@@ -175,40 +210,77 @@ func (r *runHold) aloneToTheEnd(ctx context.Context, why string) error {
 	return nil
 }
 
-// release ends the run; with fn, fn runs alone first (Stop removing what the run installed). A run that
-// is alone to the end runs fn as it is. Idempotent: the second call does nothing.
-func (r *runHold) release(ctx context.Context, why string, fn func() error) (err error) {
-	r.once.Do(func() {
-		if fn != nil && !r.aloneToEnd {
-			if _, err = r.alone(ctx, why); err != nil {
-				err = fmt.Errorf("wait to have the shared cluster alone (%s): %w", why, err)
-				fn = nil // not alone: removing now could break other runs' specs
-			} else {
-				r.aloneToEnd = true
-			}
+// release ends the run. With remove, it first waits until no other run is alive (why says for what),
+// then runs remove; a run alone to its end runs it at once (what it installed, nobody else used).
+// Idempotent: the second call does nothing.
+func (r *runHold) release(ctx context.Context, why string, remove func() error) error {
+	var err error
+	r.once.Do(func() { err = r.releaseOnce(ctx, why, remove) })
+	return err
+}
+
+func (r *runHold) releaseOnce(ctx context.Context, why string, remove func() error) (err error) {
+	p := r.p
+	if r.aloneToEnd || remove == nil {
+		if remove != nil {
+			err = remove()
 		}
-		if fn != nil {
-			err = fn()
-		}
-		p := r.p
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.holds--
 		if r.aloneToEnd {
 			p.alone = false
 		} else {
 			p.busy--
 		}
-		switch {
-		case p.holds == 0:
-			unlockFile(p.f)
-			p.f = nil
-		case r.aloneToEnd: // the process's other runs go on shared
-			_ = flockWait(context.Background(), p.f, syscall.LOCK_SH, r.log, "", nil)
-		}
-		p.cond.Broadcast()
-	})
-	return err
+		r.endLocked()
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { p.mu.Lock(); p.cond.Broadcast(); p.mu.Unlock() })
+	defer stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.busy--
+	p.removers++
+	p.cond.Broadcast()
+	defer func() { p.removers--; r.endLocked() }()
+	// This process's other runs first: each ends or waits to remove too (then they take turns).
+	for (p.holds > p.removers || p.removing || p.alone) && ctx.Err() == nil {
+		p.cond.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("wait until no other run uses the shared cluster (%s): %w", why, err)
+	}
+	p.removing = true
+	defer func() { p.removing = false }()
+	// Then the other processes: leave the sections (their alone sections must not wait for this run),
+	// and wait to be the last run alive.
+	if p.sectionsHeld != 0 {
+		_ = syscall.Flock(int(p.sections.Fd()), syscall.LOCK_UN)
+		p.sectionsHeld = 0
+	}
+	if err := p.take(ctx, r.log, p.members, &p.membersHeld, syscall.LOCK_EX, "other runs use the shared cluster; waiting for them to end ("+why+")"); err != nil {
+		return fmt.Errorf("wait until no other run uses the shared cluster (%s): %w", why, err)
+	}
+	r.log.Info("is the last run on the shared cluster", "for", why)
+	return remove()
+}
+
+// endLocked counts the run out; the process's last run closes its locks. p.mu held.
+func (r *runHold) endLocked() {
+	p := r.p
+	p.holds--
+	switch {
+	case p.holds == 0:
+		p.drop()
+	case p.removers == 0 && !p.alone: // the runs left are in or back to sections
+		_ = p.take(context.Background(), r.log, p.members, &p.membersHeld, syscall.LOCK_SH, "")
+		_ = p.take(context.Background(), r.log, p.sections, &p.sectionsHeld, syscall.LOCK_SH, "")
+	}
+	p.cond.Broadcast()
+}
+
+func membersPath(sections string) string {
+	return strings.TrimSuffix(sections, ".lock") + ".members.lock"
 }
 
 // turnstile is the file a run waiting to be alone holds, so that no new run starts meanwhile.

@@ -15,13 +15,13 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// TestRunLockRandomizedRunsNeverOverlapAnAloneSection plays random runs of several processes on one
-// run lock — shared work, alone sections, alone waits cut short by their context, releases that remove
-// something alone — and checks the invariant of runlock.go on every section entered: while a run is
-// alone, no other run is in a shared or alone section. It also fails on a deadlock (every seed must
+// TestRunLockRandomizedRunsKeepTheInvariants plays random runs of several processes on one
+// cluster — sections, alone sections, alone waits cut short by their context, releases that remove
+// something — and checks the invariants of runlock.go on every section entered: while a run is alone,
+// no other run is in a section; while a run removes, no other run is alive or removing. It also fails on a deadlock (every seed must
 // finish), naming the seed and the last events. A seed replays the same runs (not the same
 // interleaving: that is the scheduler's): CLEANUP_E2E_RUNLOCK_SEED=N.
-func TestRunLockRandomizedRunsNeverOverlapAnAloneSection(t *testing.T) {
+func TestRunLockRandomizedRunsKeepTheInvariants(t *testing.T) {
 	old := lockPoll
 	lockPoll = 2 * time.Millisecond // the same protocol, polled faster: 40 seeds in seconds
 	t.Cleanup(func() { lockPoll = old })
@@ -69,45 +69,28 @@ func randomRuns(seed uint64, processes, runs, ops int) [][][]lockOp {
 	return out
 }
 
-// sections records who is in which section and the first violation of the invariant.
+// sections records which runs are alive and in which section, and the first violation.
 type sections struct {
-	mu            sync.Mutex
-	shared, alone int
-	events        []string
-	violation     string
+	mu                   sync.Mutex
+	alive, shared, alone int
+	removing             int
+	events               []string
+	violation            string
 }
 
-func (s *sections) enter(who, kind string) {
+func (s *sections) record(who, what string, delta int, counter *int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.events = append(s.events, who+" enters "+kind)
-	if kind == "shared" {
-		s.shared++
-	} else {
-		s.alone++
+	s.events = append(s.events, who+" "+what)
+	*counter += delta
+	if s.violation != "" || delta < 0 {
+		return
 	}
-	if s.violation == "" && (s.alone > 1 || (s.alone == 1 && s.shared > 0)) {
-		s.violation = fmt.Sprintf("%s entered %s while %d run(s) were alone and %d shared; events until then: %s",
-			who, kind, s.alone-b2i(kind != "shared"), s.shared-b2i(kind == "shared"), tail(s.events))
+	if bad := (s.alone > 1 || (s.alone == 1 && s.shared > 0)) ||
+		(s.removing > 1 || (s.removing == 1 && (s.alive > 0 || s.shared > 0 || s.alone > 0))); bad {
+		s.violation = fmt.Sprintf("%s %s while %d other run(s) were alive, %d in a section, %d alone, %d removing; events until then: %s",
+			who, what, s.alive, s.shared, s.alone, s.removing, tail(s.events))
 	}
-}
-
-func (s *sections) leave(who, kind string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.events = append(s.events, who+" leaves "+kind)
-	if kind == "shared" {
-		s.shared--
-	} else {
-		s.alone--
-	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // playRuns plays seed's runs (3 processes of 2 runs each) and returns what went wrong, or "".
@@ -147,11 +130,17 @@ func playRun(proc *runLocks, path, who string, ops []lockOp, rec *sections) {
 		rec.mu.Unlock()
 		return
 	}
-	shared := func(d time.Duration) { rec.enter(who, "shared"); time.Sleep(d); rec.leave(who, "shared") }
+	rec.record(who, "starts", 1, &rec.alive)
+	section := func(kind string, counter *int, d time.Duration) {
+		rec.record(who, "enters "+kind, 1, counter)
+		time.Sleep(d)
+		rec.record(who, "leaves "+kind, -1, counter)
+	}
+	released := false
 	for _, op := range ops {
 		switch op.kind {
 		case "shared":
-			shared(op.d)
+			section("a section", &rec.shared, op.d)
 		case "alone", "alone-cut":
 			actx, cancel := ctx, func() {}
 			if op.kind == "alone-cut" {
@@ -160,16 +149,19 @@ func playRun(proc *runLocks, path, who string, ops []lockOp, rec *sections) {
 			back, err := h.alone(actx, who)
 			cancel()
 			if err != nil {
-				shared(op.d) // still a shared run
+				section("a section", &rec.shared, op.d) // still in the run
 				continue
 			}
-			rec.enter(who, "alone")
-			time.Sleep(op.d)
-			rec.leave(who, "alone")
+			section("alone", &rec.alone, op.d)
 			back()
 		case "remove":
-			_ = h.release(ctx, "remove", func() error { rec.enter(who, "alone"); time.Sleep(op.d); rec.leave(who, "alone"); return nil })
+			rec.record(who, "ends, to remove", -1, &rec.alive)
+			released = true
+			_ = h.release(ctx, "remove", func() error { section("removing", &rec.removing, op.d); return nil })
 		}
+	}
+	if !released {
+		rec.record(who, "ends", -1, &rec.alive)
 	}
 	_ = h.release(ctx, "", nil)
 }

@@ -147,7 +147,8 @@ func TestTwoRunsThatNeedTheClusterAloneTakeTurns(t *testing.T) {
 
 // TestRunsOfOneProcessShareItsHold: two runs of one process (parallel test functions) do not wait for
 // each other; the cluster is free once both released it, and a release called twice (Stop after a
-// failed Start) counts once. One of them alone waits for the other's shared section to end.
+// failed Start) counts once. They follow the rules among themselves: one alone waits for the other's
+// section to end, and a removal waits for the other run to end.
 func TestRunsOfOneProcessShareItsHold(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cluster.run.lock")
 	ctx := context.Background()
@@ -164,43 +165,115 @@ func TestRunsOfOneProcessShareItsHold(t *testing.T) {
 	var b *runHold
 	within(t, 5*time.Second, "a second run of the same process", func() { b = mustLock(t, proc, path, logr.Discard()) })
 
-	var mu sync.Mutex
-	bAlone := false
 	var back func()
-	aloneDone := blocked(t, "a run alone while another run of its process is in a shared section", func() {
+	aloneDone := blocked(t, "a run alone while another run of its process is in a section", func() {
 		var err error
 		if back, err = b.alone(ctx, "Serial"); err != nil {
 			t.Error(err)
 		}
-		mu.Lock()
-		bAlone = err == nil
-		mu.Unlock()
 	})
-	// a's removal and b's alone section both wait for the other's: either goes first, never both.
+	var mu sync.Mutex
+	bAlive := true
 	removed := make(chan bool, 1)
 	go func() {
-		_ = a.release(ctx, "remove", func() error { mu.Lock(); defer mu.Unlock(); removed <- !bAlone; return nil })
+		_ = a.release(ctx, "remove", func() error { mu.Lock(); defer mu.Unlock(); removed <- !bAlive; return nil })
 	}()
-	aloneDone()
-	mu.Lock()
-	bAlone = false
-	mu.Unlock()
+	aloneDone() // a left its section to remove: b is alone
 	back()
+	select {
+	case <-removed:
+		t.Fatal("a run removed what it installed while another run of its process was alive")
+	case <-time.After(300 * time.Millisecond):
+	}
+	mu.Lock()
+	bAlive = false
+	mu.Unlock()
+	_ = b.release(ctx, "", nil)
 	select {
 	case ok := <-removed:
 		if !ok {
-			t.Fatal("a run removed what it installed while another run of its process had the cluster alone")
+			t.Fatal("a run removed what it installed while another run of its process was alive")
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the run's removal did not run once the other run's alone section ended")
+		t.Fatal("the run's removal did not run once the other run ended")
 	}
 	_ = a.release(ctx, "", nil)
-	if free() {
-		t.Fatal("the cluster was free while one run of the process still used it")
-	}
 	_ = b.release(ctx, "", nil)
 	if !free() {
 		t.Fatal("the cluster stayed locked after both runs released it")
+	}
+
+	c := mustLock(t, proc, path, logr.Discard())
+	d := mustLock(t, proc, path, logr.Discard())
+	_ = c.release(ctx, "", nil)
+	_ = c.release(ctx, "", nil)
+	if free() {
+		t.Fatal("the cluster was free while one run of the process still used it")
+	}
+	_ = d.release(ctx, "", nil)
+	if !free() {
+		t.Fatal("the cluster stayed locked after both runs released it")
+	}
+}
+
+// TestARunRemovesOnlyOnceItIsTheLastRun: another run may use what a run installed (it found it there),
+// so the removal waits for every other run to end, not just to leave its section: meanwhile the other
+// run still gets the cluster alone for a Serial spec (no deadlock), and a new run waits for the removal.
+func TestARunRemovesOnlyOnceItIsTheLastRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.run.lock")
+	ctx := context.Background()
+	a := mustLock(t, newProcess(), path, logr.Discard())
+	b := mustLock(t, newProcess(), path, logr.Discard())
+	log, said := recordingLog()
+	a.log = log
+	var mu sync.Mutex
+	bAlive := true
+	removed := make(chan bool, 1)
+	go func() {
+		_ = a.release(ctx, "remove the controller", func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			removed <- !bAlive
+			time.Sleep(300 * time.Millisecond) // a new run must still be waiting now
+			return nil
+		})
+	}()
+	within(t, 10*time.Second, "a Serial spec of the other run while a run waits to remove", func() {
+		back, err := b.alone(ctx, "Serial")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		back()
+	})
+	select {
+	case <-removed:
+		t.Fatal("a run removed what it installed while another run was alive")
+	case <-time.After(300 * time.Millisecond):
+	}
+	newRun := make(chan *runHold, 1)
+	go func() { newRun <- mustLock(t, newProcess(), path, logr.Discard()) }()
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	bAlive = false
+	mu.Unlock()
+	_ = b.release(ctx, "", nil)
+	select {
+	case ok := <-removed:
+		if !ok {
+			t.Fatal("a run removed what it installed while another run was alive")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the removal did not run once the other run ended")
+	}
+	select {
+	case <-newRun:
+		t.Fatal("a new run started while a run was removing")
+	case <-time.After(100 * time.Millisecond):
+	}
+	within(t, 10*time.Second, "a new run after the removal", func() { _ = (<-newRun).release(ctx, "", nil) })
+	if s := strings.Join(said(), "\n"); !strings.Contains(s, "waiting for them to end (remove the controller)") {
+		t.Errorf("the removing run did not say what it waits for:\n%s", s)
 	}
 }
 

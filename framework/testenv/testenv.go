@@ -151,12 +151,14 @@ func (e *Env) Alone(ctx context.Context, why string) (done func(), err error) {
 }
 
 // Stop tears the stack down, unless the provider deletes the cluster anyway, then stops the provider.
-// On a shared cluster both happen alone when they remove anything.
+// On a shared cluster, a Stop that removes anything first waits until it is the last run alive.
 func (e *Env) Stop(ctx context.Context) error {
 	d, ok := e.Provider.(cluster.Disposable)
 	deletes := ok && d.DeletesClusterOnStop()
 	teardown := e.Stack != nil && !deletes
+	removed := false
 	stopAll := func() error {
+		removed = true
 		var errs []error
 		if teardown {
 			errs = append(errs, e.Stack.Teardown(ctx))
@@ -171,8 +173,8 @@ func (e *Env) Stop(ctx context.Context) error {
 		err = e.hold.release(ctx, "the run deletes the cluster", stopAll)
 	case teardown && e.Stack.MayRemove():
 		err = e.hold.release(ctx, "the run removes what it installed and what its specs left", stopAll)
-		if err != nil && !e.hold.aloneToEnd { // never got it alone: nothing was removed
-			err = errors.Join(fmt.Errorf("%w; not removed: %v", err, e.Stack.Created()), e.Provider.Stop(ctx))
+		if !removed { // the wait ended first: removing now could pull the stack from under other runs
+			err = errors.Join(fmt.Errorf("%w; so it did not remove %v nor what its specs left", err, e.Stack.Created()), e.Provider.Stop(ctx))
 		}
 	default:
 		err = errors.Join(stopAll(), e.hold.release(ctx, "", nil))
