@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make e2e`: every Ginkgo suite under e2e/ on $PROVIDER with the Ginkgo CLI (parallel, random order),
+# `make e2e`: every Ginkgo suite under e2e/ on $PROVIDER with the Ginkgo CLI (parallel, random order; on
+# kind or an existing cluster every suite at once, and on kind the example consumers beside them),
 # JUnit and per-spec failure artifacts under $ARTIFACTS.
 #
 # PROVIDER unset: kind when Docker can run it here (scripts/kind/docker.sh succeeds), else envtest, saying
@@ -43,10 +44,9 @@ case $PROVIDER in
     finish() {
       local rc=$?
       trap - EXIT INT TERM
-      if [ -n "${examples_pid:-}" ] && kill -0 "$examples_pid" 2>/dev/null; then
-        log "stopping the example consumers (process group $examples_pid)"
-        kill -- -"$examples_pid" 2>/dev/null || true
-      fi
+      for pid in "${bg_pids[@]}"; do # the runs started in the background, before deleting the cluster
+        if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; fi
+      done
       "$helper" logs "$ARTIFACTS/kind-logs" >/dev/null 2>&1 && log "node logs in $ARTIFACTS/kind-logs" || true
       if [ "$keep" = 1 ]; then
         log "KEEP_CLUSTER=1: kind cluster $cluster kept (kubeconfig: kind export kubeconfig --name $cluster, or ${TMPDIR:-/tmp}/cleanup-e2e-kind/kind-$cluster/kubeconfig); delete: CLEANUP_E2E_KIND_CLUSTER=$cluster go run ./scripts/kind/cluster down"
@@ -65,34 +65,76 @@ case $PROVIDER in
   *) ;;
 esac
 
-rm -f "$ARTIFACTS/junit-e2e.xml" "$ARTIFACTS"/junit-example-*.xml   # the closing line must count this run only
+bg_pids=()
+rm -f "$ARTIFACTS"/junit-e2e*.xml "$ARTIFACTS"/junit-example-*.xml   # the closing line must count this run only
 rm -rf "$ARTIFACTS/budget"          # so does the time budget
 rc=0
-# On kind, the example consumers (examples/*: Ginkgo and e2e-framework) run on the same cluster as the
-# suites, as a consumer repo's suite would, and at the same time: runs share the cluster and take it
-# alone only to install, remove or run a Serial spec (framework/testenv/runlock.go). Their output is
-# printed when they end. (On envtest, make test runs them.)
-reports=("$ARTIFACTS/junit-e2e.xml")
-if [ "$PROVIDER" = kind ]; then
-  examples_out=$ARTIFACTS/examples.log
-  log "==> example consumers on PROVIDER=kind, beside the suites (output: $examples_out, printed when they end)"
-  examples_start=$SECONDS
-  # Its own process group, so that the EXIT trap can stop all of it before deleting the cluster.
-  EXAMPLES_AT_ONCE=1 setsid bash scripts/test-examples.sh >"$examples_out" 2>&1 &
-  examples_pid=$!
-  reports+=("$ARTIFACTS"/junit-example-*.xml)
-fi
-step "e2e suites on PROVIDER=$PROVIDER (ginkgo -p $procs)" \
-  go run github.com/onsi/ginkgo/v2/ginkgo run -r --procs="$procs" --randomize-all --keep-going \
-    --timeout="${E2E_TIMEOUT:-90m}" --junit-report=junit-e2e.xml --output-dir="$ARTIFACTS" \
-    ${GINKGO_LABEL_FILTER:+--label-filter="$GINKGO_LABEL_FILTER"} ./e2e || rc=$?
-if [ -n "${examples_pid:-}" ]; then
-  examples_rc=0
-  wait "$examples_pid" || examples_rc=$?
-  cat "$examples_out"
-  log "<== example consumers on PROVIDER=kind done in $((SECONDS - examples_start))s (rc=$examples_rc)"
-  [ "$examples_rc" = 0 ] || rc=1
-  reports=("$ARTIFACTS/junit-e2e.xml" "$ARTIFACTS"/junit-example-*.xml)
+ginkgo=$CACHE_DIR/bin/ginkgo
+go build -o "$ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+ginkgo_run() { # ginkgo_run JUNIT DIR...: the suites in DIRs, one after the other
+  local junit=$1; shift
+  "$ginkgo" run --procs="$procs" --randomize-all --keep-going --timeout="${E2E_TIMEOUT:-90m}" \
+    --junit-report="$junit" --output-dir="$ARTIFACTS" \
+    ${GINKGO_LABEL_FILTER:+--label-filter="$GINKGO_LABEL_FILTER"} "$@"
+}
+export -f ginkgo_run
+export ginkgo procs ARTIFACTS GINKGO_LABEL_FILTER E2E_TIMEOUT
+if [ "$PROVIDER" = envtest ]; then
+  # Each suite starts its own control plane: one after the other (the run is CPU-bound).
+  step "e2e suites on PROVIDER=envtest (ginkgo -p $procs)" ginkgo_run junit-e2e.xml -r ./e2e || rc=$?
+  reports=("$ARTIFACTS/junit-e2e.xml")
+else
+  # A shared cluster (kind, existing) serves several runs at once: runs share it and have it alone
+  # only to install something disruptive, to remove what they installed, or for a Serial spec
+  # (framework/testenv/runlock.go). So every suite runs at once, each its own Ginkgo run, and on kind
+  # the example consumers too (examples/*: Ginkgo and e2e-framework, as a consumer repo's suites would;
+  # on envtest make test runs them). The suites in E2E_LAST run after the others: they have the
+  # cluster alone from start to end (e2e/cvo installs the ClusterOperator CRD), and waiting for it
+  # would keep every other run from starting. Each one's output goes to a file, printed when it ends.
+  last=" ${E2E_LAST:-cvo} "
+  pids=() names=() logs=() starts=() reports=()
+  suites_start=$SECONDS
+  log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each; then${last% })"
+  start_bg() { # start_bg NAME LOG CMD...: in its own process group, so that the EXIT trap can stop it
+    log "==> $1 (output: $2, printed when it ends)"
+    setsid "${@:3}" >"$2" 2>&1 &
+    pids+=($!) names+=("$1") logs+=("$2") starts+=("$SECONDS")
+  }
+  if [ "$PROVIDER" = kind ]; then
+    start_bg "example consumers" "$ARTIFACTS/examples.log" env EXAMPLES_AT_ONCE=1 bash scripts/test-examples.sh
+  fi
+  for dir in e2e/*/; do
+    name=$(basename "$dir")
+    ls "$dir"*_test.go >/dev/null 2>&1 && [[ $last != *" $name "* ]] || continue
+    start_bg "e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "./$dir"
+    reports+=("$ARTIFACTS/junit-e2e-$name.xml")
+  done
+  bg_pids=("${pids[@]}")
+  # Each one reported when it ends, with its own time (any bash: no wait -n -p).
+  left=("${!pids[@]}")
+  while [ ${#left[@]} -gt 0 ]; do
+    still=()
+    for i in "${left[@]}"; do
+      if kill -0 "${pids[$i]}" 2>/dev/null; then still+=("$i"); continue; fi
+      r=0
+      wait "${pids[$i]}" || r=$?
+      cat "${logs[$i]}"
+      log "<== ${names[$i]} $([ $r = 0 ] && echo passed || echo "FAILED (rc=$r)") in $((SECONDS - starts[i]))s"
+      [ "$r" = 0 ] || rc=1
+    done
+    left=("${still[@]}")
+    [ ${#left[@]} -eq 0 ] || sleep 1
+  done
+  bg_pids=()
+  log "<== e2e suites on PROVIDER=$PROVIDER at once done in $((SECONDS - suites_start))s"
+  if [ "$PROVIDER" = kind ]; then # globbed now that they are written (none: junitsum fails, naming it)
+    reports+=("$ARTIFACTS"/junit-example-*.xml)
+  fi
+  for name in $last; do
+    [ -d "e2e/$name" ] || continue
+    step "e2e suite $name (after the others: it has the cluster alone)" ginkgo_run "junit-e2e-$name.xml" "./e2e/$name" || rc=1
+    reports+=("$ARTIFACTS/junit-e2e-$name.xml")
+  done
 fi
 # One closing line over every suite's specs (fails too when Ginkgo crashed before writing its report).
 go run ./scripts/budget "$ARTIFACTS/budget" || true # where the seconds went (framework/budget)
