@@ -35,10 +35,10 @@ import (
 //     OLM restarts), which its Stop removes before anyone runs beside it again.
 //
 // Invariants, checked by TestRunLockRandomizedRunsKeepTheInvariants: while a run is alone, no other run
-// is in a section; while a run removes, no other run is alive or removing. Each lock has a turnstile:
-// a run waiting for the exclusive hold keeps new runs from taking the shared one, so a stream of runs
-// cannot starve it. A run drops its shared holds before waiting for an exclusive one, so two runs
-// that wait for each other's end cannot deadlock. Ginkgo's other processes of a run Connect without the
+// is in a section; while a run removes, no other run is alive or removing. A run waiting to remove
+// keeps new runs from starting (the members lock's turnstile), so a stream of runs cannot starve it. A
+// run drops its shared holds before waiting for an exclusive one, so two runs that wait for each
+// other's end cannot deadlock. Ginkgo's other processes of a run Connect without the
 // lock: process 1 holds it for them, and runs the Serial specs.
 
 // runLockPath is the lock of the cluster in.ProviderName() would use: a kind cluster by its name, an
@@ -130,9 +130,13 @@ func (l *runLocks) lockRun(ctx context.Context, path string, log logr.Logger) (*
 	return &runHold{p: p, log: log}, nil
 }
 
-// take holds f (the sections or members lock) as how, recording it in *held. Shared, it queues at
-// the turnstile first; exclusive, it holds the turnstile while it waits. A hold of another kind is
-// dropped first (flock converts that way anyway), so the run holds neither while it waits.
+// take holds f (the sections or members lock) as how, recording it in *held. An exclusive hold waits
+// holding f's turnstile, and a shared hold of the members lock queues at it first: a run waiting to
+// remove keeps new runs out. A shared hold of the sections lock does not queue: a run waiting to be
+// alone waits for the runs in flight anyway (they hold their sections from spec to spec), and keeping
+// new runs out meanwhile only made them queue too (make e2e on kind: the smoke suite's one Serial spec,
+// waiting from the start, kept the example consumers from starting). A hold of another kind is dropped
+// first (flock converts that way anyway), so the run holds neither while it waits.
 func (p *processLock) take(ctx context.Context, log logr.Logger, f *os.File, held *int, how int, waiting string) error {
 	if *held == how {
 		return nil
@@ -141,10 +145,15 @@ func (p *processLock) take(ctx context.Context, log logr.Logger, f *os.File, hel
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		*held = 0
 	}
-	err := flockWait(ctx, turnstile(f.Name()), syscall.LOCK_EX, log, waiting+" (queued behind it)", func(t *os.File) error {
-		defer unlockFile(t)
-		return flockWait(ctx, f, how, log, waiting, nil)
-	})
+	var err error
+	if how == syscall.LOCK_EX || f == p.members {
+		err = flockWait(ctx, turnstile(f.Name()), syscall.LOCK_EX, log, waiting+" (queued behind it)", func(t *os.File) error {
+			defer unlockFile(t)
+			return flockWait(ctx, f, how, log, waiting, nil)
+		})
+	} else {
+		err = flockWait(ctx, f, how, log, waiting, nil)
+	}
 	if err == nil {
 		*held = how
 	}
