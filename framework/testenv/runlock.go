@@ -292,7 +292,8 @@ func membersPath(sections string) string {
 	return strings.TrimSuffix(sections, ".lock") + ".members.lock"
 }
 
-// turnstile is the file a run waiting to be alone holds, so that no new run starts meanwhile.
+// turnstile is the file a run holds while it waits for path exclusively: others that want it queue
+// behind it, and for the members lock so do new runs (take).
 func turnstile(path string) string { return path + ".turnstile" }
 
 func openLock(path string) (*os.File, error) {
