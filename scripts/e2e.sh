@@ -29,6 +29,23 @@ fi
 export ARTIFACTS PROVIDER CLEANUP_E2E_PROVIDER=$PROVIDER
 procs=${GINKGO_PROCS:-2}
 
+# stop_background_runs stops the runs started in the background (each its own process group, from
+# bash's job table: also one whose pid was not recorded yet when the signal came), TERM then KILL.
+stop_background_runs() {
+  local pids pid alive
+  pids=$(jobs -p)
+  [ -n "$pids" ] || return 0
+  log "stopping the runs started in the background (process groups $(echo $pids))"
+  for pid in $pids; do kill -TERM -- -"$pid" 2>/dev/null || true; done
+  for _ in $(seq 20); do
+    alive=0
+    for pid in $pids; do if kill -0 -- -"$pid" 2>/dev/null; then alive=1; fi; done
+    [ "$alive" = 1 ] || return 0
+    sleep 0.5
+  done
+  for pid in $pids; do kill -KILL -- -"$pid" 2>/dev/null || true; done
+}
+
 case $PROVIDER in
   envtest) bash scripts/tools.sh ;;
   kind)
@@ -44,9 +61,7 @@ case $PROVIDER in
     finish() {
       local rc=$?
       trap - EXIT INT TERM
-      for pid in "${bg_pids[@]}"; do # the runs started in the background, before deleting the cluster
-        if kill -0 "$pid" 2>/dev/null; then kill -- -"$pid" 2>/dev/null || true; fi
-      done
+      stop_background_runs # before deleting the cluster: a run still starting would create it again
       "$helper" logs "$ARTIFACTS/kind-logs" >/dev/null 2>&1 && log "node logs in $ARTIFACTS/kind-logs" || true
       if [ "$keep" = 1 ]; then
         log "KEEP_CLUSTER=1: kind cluster $cluster kept (kubeconfig: kind export kubeconfig --name $cluster, or ${TMPDIR:-/tmp}/cleanup-e2e-kind/kind-$cluster/kubeconfig); delete: CLEANUP_E2E_KIND_CLUSTER=$cluster go run ./scripts/kind/cluster down"
@@ -65,7 +80,6 @@ case $PROVIDER in
   *) ;;
 esac
 
-bg_pids=()
 rm -f "$ARTIFACTS"/junit-e2e*.xml "$ARTIFACTS"/junit-example-*.xml   # the closing line must count this run only
 rm -rf "$ARTIFACTS/budget"          # so does the time budget
 rc=0
@@ -93,6 +107,10 @@ else
   # would keep every other run from starting. Each one's output goes to a file, printed when it ends.
   last=" ${E2E_LAST:-cvo} "
   pids=() names=() logs=() starts=() reports=()
+  if [ "$PROVIDER" != kind ]; then # (kind's trap above stops them too)
+    trap stop_background_runs EXIT
+    trap 'log "interrupted"; exit 130' INT TERM
+  fi
   suites_start=$SECONDS
   log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each; then${last% })"
   start_bg() { # start_bg NAME LOG CMD...: in its own process group, so that the EXIT trap can stop it
@@ -109,7 +127,6 @@ else
     start_bg "e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "./$dir"
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done
-  bg_pids=("${pids[@]}")
   # Each one reported when it ends, with its own time (any bash: no wait -n -p).
   left=("${!pids[@]}")
   while [ ${#left[@]} -gt 0 ]; do
@@ -125,7 +142,6 @@ else
     left=("${still[@]}")
     [ ${#left[@]} -eq 0 ] || sleep 1
   done
-  bg_pids=()
   log "<== e2e suites on PROVIDER=$PROVIDER at once done in $((SECONDS - suites_start))s"
   if [ "$PROVIDER" = kind ]; then # globbed now that they are written (none: junitsum fails, naming it)
     reports+=("$ARTIFACTS"/junit-example-*.xml)

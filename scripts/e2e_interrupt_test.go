@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +85,27 @@ func TestE2EInterruptDeletesCluster(t *testing.T) {
 	if !strings.Contains(log(), "delete kind cluster "+name) {
 		t.Errorf("make e2e did not say it deleted the cluster:\n%s", log())
 	}
+	// The runs it started in the background (every suite and the examples, each in its own process
+	// group, out of reach of the interrupt) must be gone too: one still starting would create the
+	// cluster again (it did, 2026-11-26, before they were stopped from bash's job table).
+	if left := processesWith("CLEANUP_E2E_KIND_CLUSTER=" + name); len(left) > 0 {
+		t.Errorf("processes of the interrupted make e2e still run: %s", strings.Join(left, "; "))
+	}
+}
+
+// processesWith lists the processes (pid and command line) whose environment holds entry.
+func processesWith(entry string) []string {
+	dirs, _ := os.ReadDir("/proc")
+	var out []string
+	for _, d := range dirs {
+		env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), entry) {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		out = append(out, d.Name()+" "+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+	}
+	return out
 }
 
 // nodeExists says whether Docker has a kind node container of the cluster (kind labels every node).
