@@ -184,23 +184,7 @@ func TestRunsOfOneProcessShareItsHold(t *testing.T) {
 	}()
 	aloneDone() // a left its section to remove: b is alone
 	back()
-	select {
-	case <-removed:
-		t.Fatal("a run removed what it installed while another run of its process was alive")
-	case <-time.After(300 * time.Millisecond):
-	}
-	mu.Lock()
-	bAlive = false
-	mu.Unlock()
-	_ = b.release(ctx, "", nil)
-	select {
-	case ok := <-removed:
-		if !ok {
-			t.Fatal("a run removed what it installed while another run of its process was alive")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the run's removal did not run once the other run ended")
-	}
+	removesOnlyAfter(t, removed, func() { mu.Lock(); bAlive = false; mu.Unlock(); _ = b.release(ctx, "", nil) })
 	_ = a.release(ctx, "", nil)
 	_ = b.release(ctx, "", nil)
 	if !free() {
@@ -250,26 +234,9 @@ func TestARunRemovesOnlyOnceItIsTheLastRun(t *testing.T) {
 		}
 		back()
 	})
-	select {
-	case <-removed:
-		t.Fatal("a run removed what it installed while another run was alive")
-	case <-time.After(300 * time.Millisecond):
-	}
 	newRun := make(chan *runHold, 1)
 	go func() { newRun <- mustLock(t, newProcess(), path, logr.Discard()) }()
-	time.Sleep(100 * time.Millisecond)
-	mu.Lock()
-	bAlive = false
-	mu.Unlock()
-	_ = b.release(ctx, "", nil)
-	select {
-	case ok := <-removed:
-		if !ok {
-			t.Fatal("a run removed what it installed while another run was alive")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the removal did not run once the other run ended")
-	}
+	removesOnlyAfter(t, removed, func() { mu.Lock(); bAlive = false; mu.Unlock(); _ = b.release(ctx, "", nil) })
 	select {
 	case <-newRun:
 		t.Fatal("a new run started while a run was removing")
@@ -303,6 +270,26 @@ func TestAWaitForTheClusterAloneEndsWithItsContext(t *testing.T) {
 		back()
 	})
 	_ = other.release(context.Background(), "", nil)
+}
+
+// removesOnlyAfter checks that a pending removal (it sends on removed whether the other run had ended)
+// waits while the other run lives, and runs once end ends it.
+func removesOnlyAfter(t *testing.T, removed <-chan bool, end func()) {
+	t.Helper()
+	select {
+	case <-removed:
+		t.Fatal("a run removed what it installed while another run was alive")
+	case <-time.After(300 * time.Millisecond):
+	}
+	end()
+	select {
+	case ok := <-removed:
+		if !ok {
+			t.Fatal("a run removed what it installed while another run was alive")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the removal did not run once the other run ended")
+	}
 }
 
 func TestEachSharedClusterHasItsOwnRunLock(t *testing.T) {
