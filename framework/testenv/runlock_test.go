@@ -234,6 +234,12 @@ func TestARunRemovesOnlyOnceItIsTheLastRun(t *testing.T) {
 		}
 		back()
 	})
+	// The new run starts once the removal is queued (its wait logged: it holds the turnstile then).
+	within(t, 10*time.Second, "the removal to queue", func() {
+		for !strings.Contains(strings.Join(said(), "\n"), "waiting for them to end (remove the controller)") {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 	newRun := make(chan *runHold, 1)
 	go func() { newRun <- mustLock(t, newProcess(), path, logr.Discard()) }()
 	removesOnlyAfter(t, removed, func() { mu.Lock(); bAlive = false; mu.Unlock(); _ = b.release(ctx, "", nil) })
@@ -243,9 +249,6 @@ func TestARunRemovesOnlyOnceItIsTheLastRun(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	within(t, 10*time.Second, "a new run after the removal", func() { _ = (<-newRun).release(ctx, "", nil) })
-	if s := strings.Join(said(), "\n"); !strings.Contains(s, "waiting for them to end (remove the controller)") {
-		t.Errorf("the removing run did not say what it waits for:\n%s", s)
-	}
 }
 
 // TestAWaitForTheClusterAloneEndsWithItsContext, and leaves the run shared: nothing it would have done
