@@ -32,7 +32,8 @@ import (
 //     though the other runs stay alive — for each spec that acts on the whole cluster (Env.Alone:
 //     Ginkgo's Serial specs, e.g. an AllNamespaces cleanup or a spec that stops OLM), and for the whole
 //     run when Start installs something disruptive (stack.Missing: the ClusterOperator CRD changes how
-//     OLM restarts), which its Stop removes before anyone runs beside it again.
+//     OLM restarts), which its Stop removes before anyone runs beside it again (nobody else used it).
+//     Deleting the cluster waits to be the last run alive even then (releaseLast).
 //
 // Invariants, checked by TestRunLockRandomizedRunsKeepTheInvariants: while a run is alone, no other run
 // is in a section; while a run removes, no other run is alive or removing. A run waiting to remove
@@ -173,6 +174,9 @@ func (p *processLock) drop() {
 // alone waits until no other run is in a section, this process's included, and returns to the shared
 // section with back. why says in the log what the run needs the cluster alone for.
 func (r *runHold) alone(ctx context.Context, why string) (back func(), err error) {
+	if r.aloneToEnd { // it is already (a Serial spec of a run that installed something disruptive)
+		return func() {}, nil
+	}
 	p := r.p
 	stop := context.AfterFunc(ctx, func() { p.mu.Lock(); p.cond.Broadcast(); p.mu.Unlock() })
 	defer stop()
@@ -224,13 +228,21 @@ func (r *runHold) aloneToTheEnd(ctx context.Context, why string) error {
 // Idempotent: the second call does nothing.
 func (r *runHold) release(ctx context.Context, why string, remove func() error) error {
 	var err error
-	r.once.Do(func() { err = r.releaseOnce(ctx, why, remove) })
+	r.once.Do(func() { err = r.releaseOnce(ctx, why, remove, false) })
 	return err
 }
 
-func (r *runHold) releaseOnce(ctx context.Context, why string, remove func() error) (err error) {
+// releaseLast is release waiting to be the last run alive even for a run alone to its end: deleting
+// the cluster must wait for the runs that use it, whoever made it.
+func (r *runHold) releaseLast(ctx context.Context, why string, remove func() error) error {
+	var err error
+	r.once.Do(func() { err = r.releaseOnce(ctx, why, remove, true) })
+	return err
+}
+
+func (r *runHold) releaseOnce(ctx context.Context, why string, remove func() error, last bool) (err error) {
 	p := r.p
-	if r.aloneToEnd || remove == nil {
+	if remove == nil || (r.aloneToEnd && !last) {
 		if remove != nil {
 			err = remove()
 		}
@@ -248,7 +260,11 @@ func (r *runHold) releaseOnce(ctx context.Context, why string, remove func() err
 	defer stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.busy--
+	if r.aloneToEnd { // no longer: the others may go on while it waits for them to end
+		r.aloneToEnd, p.alone = false, false
+	} else {
+		p.busy--
+	}
 	p.removers++
 	p.cond.Broadcast()
 	defer func() { p.removers--; r.endLocked() }()

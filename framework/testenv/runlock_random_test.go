@@ -47,7 +47,9 @@ func lockSeedEnv() string { return os.Getenv("CLEANUP_E2E_RUNLOCK_SEED") }
 
 // lockOp is one step of a random run.
 type lockOp struct {
-	kind string // "shared", "alone", "alone-cut" (a context that may end the wait), "remove" (release alone)
+	// "installs" (first: the run is alone to its end), "shared", "alone", "alone-cut" (a context that
+	// may end the wait), and last "remove" (what the run installed) or "delete" (the cluster).
+	kind string
 	d    time.Duration
 }
 
@@ -58,11 +60,17 @@ func randomRuns(seed uint64, processes, runs, ops int) [][][]lockOp {
 	for p := range out {
 		out[p] = make([][]lockOp, runs)
 		for r := range out[p] {
+			if rng.IntN(6) == 0 {
+				out[p][r] = append(out[p][r], lockOp{"installs", 0})
+			}
 			for range 1 + rng.IntN(ops) {
 				out[p][r] = append(out[p][r], lockOp{kinds[rng.IntN(len(kinds))], time.Duration(rng.IntN(8)) * time.Millisecond})
 			}
-			if rng.IntN(2) == 0 {
+			switch rng.IntN(5) {
+			case 0, 1:
 				out[p][r] = append(out[p][r], lockOp{"remove", time.Duration(rng.IntN(8)) * time.Millisecond})
+			case 2:
+				out[p][r] = append(out[p][r], lockOp{"delete", time.Duration(rng.IntN(8)) * time.Millisecond})
 			}
 		}
 	}
@@ -136,12 +144,23 @@ func playRun(proc *runLocks, path, who string, ops []lockOp, rec *sections) {
 		time.Sleep(d)
 		rec.record(who, "leaves "+kind, -1, counter)
 	}
-	released := false
+	released, toEnd := false, false
 	for _, op := range ops {
-		switch op.kind {
-		case "shared":
+		switch {
+		case op.kind == "installs":
+			if err := h.aloneToTheEnd(ctx, who); err != nil {
+				panic(err) // no deadline: it cannot fail
+			}
+			toEnd = true
+		case toEnd && op.kind != "remove" && op.kind != "delete": // every section of it is alone
+			if op.kind != "shared" {
+				back, _ := h.alone(ctx, who) // returns at once
+				defer back()
+			}
+			section("alone", &rec.alone, op.d)
+		case op.kind == "shared":
 			section("a section", &rec.shared, op.d)
-		case "alone", "alone-cut":
+		case op.kind == "alone" || op.kind == "alone-cut":
 			actx, cancel := ctx, func() {}
 			if op.kind == "alone-cut" {
 				actx, cancel = context.WithTimeout(ctx, op.d+time.Millisecond)
@@ -154,10 +173,18 @@ func playRun(proc *runLocks, path, who string, ops []lockOp, rec *sections) {
 			}
 			section("alone", &rec.alone, op.d)
 			back()
-		case "remove":
+		case op.kind == "remove" && toEnd: // what it installed alone, nobody else used: removed at once
+			rec.record(who, "ends, to remove", -1, &rec.alive)
+			released = true
+			_ = h.release(ctx, "remove", func() error { section("alone", &rec.alone, op.d); return nil })
+		case op.kind == "remove":
 			rec.record(who, "ends, to remove", -1, &rec.alive)
 			released = true
 			_ = h.release(ctx, "remove", func() error { section("removing", &rec.removing, op.d); return nil })
+		case op.kind == "delete":
+			rec.record(who, "ends, to delete the cluster", -1, &rec.alive)
+			released = true
+			_ = h.releaseLast(ctx, "delete", func() error { section("removing", &rec.removing, op.d); return nil })
 		}
 	}
 	if !released {

@@ -76,8 +76,8 @@ type Env struct {
 }
 
 // Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
-// started is stopped again. On a shared cluster the run holds it shared, or alone to its end when the
-// stack is missing something (runlock.go).
+// started is stopped again. On a shared cluster the run holds it shared, or alone to its end when it
+// installs something disruptive (runlock.go).
 func Start(ctx context.Context, in Input) (*Env, error) {
 	if in.Log.GetSink() == nil {
 		in.Log = logr.Discard()
@@ -140,9 +140,10 @@ func ensureStack(ctx context.Context, hold *runHold, in stack.Input) (*stack.Sta
 	return stack.Ensure(ctx, in)
 }
 
-// Alone waits until no other run uses the shared cluster and holds it alone until done is called: for
-// a spec that acts on the whole cluster (an AllNamespaces cleanup, stopping OLM). why names the spec in
-// the log of a run that waits. On envtest (the run's own cluster) it returns at once.
+// Alone waits until no other run is in a section on the shared cluster (they stay alive, waiting) and
+// holds it alone until done is called: for a spec that acts on the whole cluster (an AllNamespaces
+// cleanup, stopping OLM). why names the spec in the log of a run that waits. On envtest (the run's
+// own cluster), and in a run already alone to its end, it returns at once.
 func (e *Env) Alone(ctx context.Context, why string) (done func(), err error) {
 	if e.hold == nil {
 		return func() {}, nil
@@ -170,7 +171,11 @@ func (e *Env) Stop(ctx context.Context) error {
 	case e.hold == nil:
 		err = stopAll()
 	case deletes:
-		err = e.hold.release(ctx, "the run deletes the cluster", stopAll)
+		var errs []error
+		if e.hold.aloneToEnd && e.Stack != nil { // what it installed must not outlive its alone section
+			errs = append(errs, e.Stack.Teardown(ctx))
+		}
+		err = errors.Join(append(errs, e.hold.releaseLast(ctx, "the run deletes the cluster", stopAll))...)
 	case teardown && e.Stack.MayRemove():
 		err = e.hold.release(ctx, "the run removes what it installed and what its specs left", stopAll)
 		if !removed { // the wait ended first: removing now could pull the stack from under other runs
