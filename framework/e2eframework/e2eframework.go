@@ -81,6 +81,16 @@ func (c *Cluster) Environment() cluster.Environment {
 	return c.env.Environment
 }
 
+// Alone holds the cluster alone until done is called, for a feature of your own that acts on the whole
+// cluster (as the AllNamespaces cases below do): on a shared cluster (kind, existing) it waits until no
+// other run's spec is in flight; on envtest it returns at once (testenv.Env.Alone).
+func (c *Cluster) Alone(ctx context.Context, why string) (done func(), err error) {
+	if c.env == nil {
+		return nil, fmt.Errorf("e2eframework: Alone(%q) before the cluster is set up: register Cluster.Setup with the environment's Setup", why)
+	}
+	return c.env.Alone(ctx, why)
+}
+
 // OperandCleanupFeatures are the documented operand-cleanup cases for the operator in describes (the
 // cases of specs.OperandCleanupSpec), one feature each, labelled like the Ginkgo specs
 // ("operand-cleanup", the operator's name, each case's labels, its install mode). in.Environment
@@ -103,8 +113,8 @@ func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]ty
 		}
 		global := k.Mode == operatorsv1alpha1.InstallModeTypeAllNamespaces
 		out = append(out, b.Assess(k.Name, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			if global && c.env != nil { // its cleanup is cluster-wide: other runs on a shared cluster wait
-				done, err := c.env.Alone(ctx, "AllNamespaces case "+k.Name)
+			if global { // its cleanup is cluster-wide: other runs on a shared cluster wait
+				done, err := c.Alone(ctx, "AllNamespaces case "+k.Name)
 				if err != nil {
 					t.Fatalf("an AllNamespaces case waits to have the shared cluster alone: %v", err)
 				}
