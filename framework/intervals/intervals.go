@@ -43,6 +43,10 @@ const (
 	SpecStep Name = "spec-step"
 	// Leftovers: garbage collection and finalizers settling before the leftovers check fails.
 	Leftovers Name = "leftovers"
+	// MutantCaught: the one wait of a mutation check that must catch the mutant's defect (specs.Mutant's
+	// CaughtBy); it lasts its whole timeout on purpose. The case's other waits keep their own timeouts,
+	// which the mutant must pass like the real operator.
+	MutantCaught Name = "mutant-caught"
 	// Quiet: how long a spec watches that something does NOT happen (operands kept after an uninstall,
 	// no cleanup finalizer without the opt-in). It bounds the controller's reaction time, not a
 	// deadline: longer only makes those specs slower, shorter lets a late reaction pass unseen.
@@ -61,6 +65,7 @@ var defaults = map[Name]time.Duration{
 	Gone:                2 * time.Minute,
 	SpecStep:            2 * time.Minute,
 	Leftovers:           30 * time.Second,
+	MutantCaught:        15 * time.Second,
 	Quiet:               2 * time.Second,
 }
 
@@ -79,8 +84,8 @@ func Get(n Name) time.Duration {
 	return Scaled(d)
 }
 
-// Scaled is d multiplied by $CLEANUP_E2E_WAIT_SCALE: for a wait that is short on purpose (a mutation
-// check's failing waits last their whole timeout), so that a slow runner can still stretch it.
+// Scaled is d multiplied by $CLEANUP_E2E_WAIT_SCALE: for a timeout that is not in the table (an
+// input's own), so that a slow runner can still stretch it.
 func Scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * Scale())
 }

@@ -60,26 +60,35 @@ func NewInstallationFor(ctx context.Context, t T, in OperandCleanupSpecInput, mo
 }
 
 // phase times one phase of the test for the time budget (framework/budget); call the result when it
-// ends (nothing is recorded for a mutation check: budgeted).
+// ends. A mutation check records no timings (budgeted) but which wait the case is in (Mutant.CaughtBy).
 func (r *Installation) phase(name string) func() {
-	if !budgeted(r.t) {
-		return func() {}
+	if m, ok := r.t.(*recordingT); ok {
+		return m.enter(Wait(name))
 	}
 	return budget.Start(r.t.Name(), name, r.t.Failed)
+}
+
+// within is the timeout of a wait in the current phase: d, except in the wait of a mutation check
+// that must catch the mutant (recordingT.timeout).
+func (r *Installation) within(d time.Duration) time.Duration {
+	if m, ok := r.t.(*recordingT); ok {
+		return m.timeout(d)
+	}
+	return d
 }
 
 // install installs the bundle (cleanup nil keeps the bundle's spec.cleanup) and checks the finalizer
 // follows the opt-in.
 func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *bool) {
 	// The quiet window of an opt-out is timed as its own phase, not as part of the install.
-	endInstall := sync.OnceFunc(r.phase("install"))
+	endInstall := sync.OnceFunc(r.phase(string(WaitInstalled)))
 	defer endInstall()
 	r.t.Step("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
 	b, err := bundles.Load(bundleDir)
 	r.g.Expect(err).NotTo(HaveOccurred())
 	r.g.Expect(supports(r.in.Environment().Provider, b.CSV)).To(Succeed())
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
-		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.in.Timeout})
+		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.within(r.in.Timeout)})
 	r.g.Expect(err).NotTo(HaveOccurred())
 	r.csv = csv
 	r.csvUIDs = append(r.csvUIDs, csv.UID)
@@ -121,7 +130,7 @@ func (r *Installation) waitCleanupFinalizer(ctx context.Context, want bool) {
 	if !want {
 		has = Not(has)
 	}
-	r.g.Eventually(r.getCSV(ctx)).WithContext(ctx).WithTimeout(r.in.Timeout).Should(has)
+	r.g.Eventually(r.getCSV(ctx)).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(has)
 }
 
 func (r *Installation) expectNoCleanupFinalizerAdded(ctx context.Context) {
@@ -145,7 +154,7 @@ func (r *Installation) SetCleanup(ctx context.Context, enabled bool) {
 // createOperands creates the samples in every namespace of the layout and waits until the operator
 // has taken charge of those it watches.
 func (r *Installation) CreateOperands(ctx context.Context) {
-	defer r.phase("operands-reconciled")()
+	defer r.phase(string(WaitReconciled))()
 	r.t.Step("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
 	r.ops = createSamples(ctx, r.g, r.c, r.in.Samples, r.l.sampleNamespaces(r.all)...)
 	if r.in.Reconciled == nil {
@@ -156,7 +165,7 @@ func (r *Installation) CreateOperands(ctx context.Context) {
 	}
 	watched, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
 	for _, o := range watched {
-		r.g.Eventually(func() error { return r.in.Reconciled(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+		r.g.Eventually(func() error { return r.in.Reconciled(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).
 			Should(Succeed(), func() string { // read when the wait fails: the operator may be crash-looping
 				return fmt.Sprintf("operator should reconcile %s %s; operator: %s", o.GetKind(), describeKey(o), olm.DescribeOperator(ctx, r.c, r.csv))
 			})
@@ -184,18 +193,18 @@ func (r *Installation) Uninstall(ctx context.Context) {
 
 // expectUninstalled waits for the CSV and the operator's Deployments to be gone.
 func (r *Installation) ExpectUninstalled(ctx context.Context) {
-	defer r.phase("csv-gone")()
+	defer r.phase(string(WaitUninstalled))()
 	r.g.Eventually(func() error {
 		_, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 		return err
-	}).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.BeGone(), "CSV %s/%s should be gone", r.csv.Namespace, r.csv.Name)
+	}).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(matchers.BeGone(), "CSV %s/%s should be gone", r.csv.Namespace, r.csv.Name)
 	for _, d := range r.csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
 		r.g.Eventually(func() error {
 			return r.c.Get(ctx, types.NamespacedName{Namespace: r.csv.Namespace, Name: d.Name}, &appsv1.Deployment{})
-		}).WithContext(ctx).WithTimeout(r.in.Timeout).Should(matchers.BeGone(), "operator Deployment %s should be gone", d.Name)
+		}).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(matchers.BeGone(), "operator Deployment %s should be gone", d.Name)
 		// On clusters with nodes the operator runs until its pods have terminated (grace period).
 		selector := d.Spec.Selector
-		r.g.Eventually(func() ([]string, error) { return r.podsOf(ctx, selector) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+		r.g.Eventually(func() ([]string, error) { return r.podsOf(ctx, selector) }).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).
 			Should(BeEmpty(), "pods of operator Deployment %s should be gone", d.Name)
 	}
 }
@@ -230,16 +239,16 @@ func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unst
 
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.
 func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
-	defer r.phase("operands-gone")()
+	defer r.phase(string(WaitRemoved))()
 	r.g.Eventually(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
-		WithTimeout(r.in.Timeout).Should(BeEmpty(), "operands that cleanup must remove")
+		WithTimeout(r.within(r.in.Timeout)).Should(BeEmpty(), "operands that cleanup must remove")
 	if r.in.Finalized == nil {
 		r.t.Logf("WARNING: OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that " +
 			"cleans up from one that only removes itself. Set it to check what your finalizer undoes")
 		return
 	}
 	for _, o := range objs {
-		r.g.Eventually(func() error { return r.in.Finalized(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.in.Timeout).
+		r.g.Eventually(func() error { return r.in.Finalized(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).
 			Should(Succeed(), "the operator's finalizer should have cleaned up after %s %s", o.GetKind(), describeKey(o))
 	}
 }

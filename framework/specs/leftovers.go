@@ -53,7 +53,7 @@ func (r *Installation) LeftoversReport(ctx context.Context) (leftovers.Report, e
 // the installation left nothing behind but in.ExpectedLeftovers, and fails listing each leftover, why
 // it is blamed on the installation and who made it. It returns the last report.
 func (r *Installation) ExpectNoLeftovers(ctx context.Context) leftovers.Report {
-	defer r.phase("leftovers-check")()
+	defer r.phase(string(WaitLeftovers))()
 	r.t.Step("checking the uninstalled operator left nothing behind")
 	r.g.Expect(r.before).NotTo(BeNil(), "ExpectNoLeftovers needs SnapshotBeforeInstall before Install")
 	var last leftovers.Report
@@ -67,7 +67,7 @@ func (r *Installation) ExpectNoLeftovers(ctx context.Context) leftovers.Report {
 			return leftoversError{rep}
 		}
 		return nil
-	}).WithContext(ctx).WithTimeout(r.in.LeftoversTimeout).WithPolling(2*time.Second).Should(Succeed(),
+	}).WithContext(ctx).WithTimeout(r.within(r.in.LeftoversTimeout)).WithPolling(2*time.Second).Should(Succeed(),
 		"a cleanup-enabled uninstall must leave nothing behind (declare known leftovers in OperandCleanupSpecInput.ExpectedLeftovers)")
 	r.t.Logf("%s", last.String())
 	return last

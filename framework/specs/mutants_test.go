@@ -16,7 +16,6 @@ import (
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
@@ -58,9 +57,6 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 		InstallModes: []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeOwnNamespace},
 		Samples:      specs.MustALMExamples(bundle), Reconciled: widget.Reconciled, Finalized: widget.Finalized,
 		LeftoverNamespaces: []string{widget.DefaultRecordsNamespace},
-		// Each failing wait lasts this long; the real operator needs a few seconds (its slowest wait,
-		// the install, took 4 s under make test's load).
-		Timeout: intervals.Scaled(15 * time.Second), LeftoversTimeout: intervals.Scaled(10 * time.Second),
 	}, operatorsv1alpha1.InstallModeTypeOwnNamespace)
 	if err != nil {
 		t.Fatal(err)
@@ -69,11 +65,11 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 	specs.CheckMutants(ctx, t, enabled,
 		specs.Mutant{Use: use("")},
 		specs.Mutant{Name: string(widget.NeverReconciles), Use: use(widget.NeverReconciles),
-			Want: []string{"operator should reconcile Widget", "has no " + widget.Finalizer + " finalizer yet"}},
+			Want: []string{"operator should reconcile Widget", "has no " + widget.Finalizer + " finalizer yet"}, CaughtBy: specs.WaitReconciled},
 		specs.Mutant{Name: string(widget.NeverFinalizes), Use: use(widget.NeverFinalizes),
-			Want: []string{"the operator's finalizer should have cleaned up after Widget", "still exists"}},
+			Want: []string{"the operator's finalizer should have cleaned up after Widget", "still exists"}, CaughtBy: specs.WaitRemoved},
 		specs.Mutant{Name: string(widget.LeaksAnObject), Use: use(widget.LeaksAnObject),
-			Want: []string{"left behind by the installation", "leaked"}},
+			Want: []string{"left behind by the installation", "leaked"}, CaughtBy: specs.WaitLeftovers},
 	)
 
 	// Each run left its cluster-scoped WidgetClass sample outside the OwnNamespace cleanup's scope, held

@@ -3,21 +3,28 @@ package specs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // FailureOf runs c in a test of its own and returns why it failed ("" when it passed), after running
 // the case's cleanups. It is for mutation checks: run the cases against an operator with a defect on
 // purpose (one that never reconciles, never finalizes, leaks an object) and require a failure naming
 // the defect. A suite whose cases pass against such an operator does not check what it claims to.
-// logf receives the case's steps and logs.
+// logf receives the case's steps and logs. CheckMutants also checks which wait caught the defect.
 func FailureOf(ctx context.Context, c Case, logf func(format string, args ...any)) string {
-	t := &recordingT{logf: logf, name: c.Name}
+	return failureOf(ctx, c, &recordingT{logf: logf, name: c.Name}).failure
+}
+
+func failureOf(ctx context.Context, c Case, t *recordingT) *recordingT {
 	t.g = polling(gomega.NewGomega(func(message string, _ ...int) {
 		t.fail(message)
 		panic(abort{})
@@ -32,8 +39,9 @@ func FailureOf(ctx context.Context, c Case, logf func(format string, args ...any
 		}()
 		c.Run(ctx, t)
 	}()
+	t.wait = ""
 	t.cleanup()
-	return t.failure
+	return t
 }
 
 // budgeted says whether t's timings belong in the time budget: a mutation check's do not, its phases
@@ -46,22 +54,52 @@ func budgeted(t T) bool {
 // abort unwinds a case at its first failed assertion, as Ginkgo and t.FailNow do.
 type abort struct{}
 
-// recordingT is a T that records the first failure instead of failing a real test.
+// recordingT is a T that records the first failure instead of failing a real test, and the wait it
+// failed in.
 type recordingT struct {
-	g       gomega.Gomega
-	logf    func(string, ...any)
-	name    string
-	mu      sync.Mutex
-	failure string
-	undo    []func(context.Context)
+	g    gomega.Gomega
+	logf func(string, ...any)
+	name string
+	// caughtBy is the wait that must catch the mutant: only its timeout is intervals.MutantCaught.
+	caughtBy Wait
+	mu       sync.Mutex
+	wait     Wait // the wait the case is in ("" between them)
+	failure  string
+	failedIn Wait
+	undo     []func(context.Context)
 }
 
 func (t *recordingT) fail(message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.failure == "" {
-		t.failure = message
+		t.failure, t.failedIn = message, t.wait
 	}
+}
+
+// enter records that the case is in wait w until the returned func is called.
+func (t *recordingT) enter(w Wait) func() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.wait = w
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.wait == w {
+			t.wait = ""
+		}
+	}
+}
+
+// timeout is d, or intervals.MutantCaught in the wait that must catch the mutant: a mutant's failing
+// wait is short, the waits it must pass (as the real operator does) keep the case's timeouts.
+func (t *recordingT) timeout(d time.Duration) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.caughtBy != "" && t.wait == t.caughtBy {
+		return intervals.Get(intervals.MutantCaught)
+	}
+	return d
 }
 
 func (t *recordingT) Gomega() gomega.Gomega                { return t.g }
@@ -104,10 +142,29 @@ type Mutant struct {
 	// Want are texts the case's failure must contain, so that it names the defect. None: the case must
 	// pass (the real operator).
 	Want []string
+	// CaughtBy is the wait of the case that must catch the defect (required with Want), e.g.
+	// WaitReconciled for an operator that never reconciles. That wait times out after
+	// intervals.MutantCaught; the others keep the case's timeouts, so a mutant slow to do what it does
+	// right (install, reconcile) is not mistaken for caught. A failure in another wait fails the check.
+	CaughtBy Wait
 }
 
-// CheckMutants runs c against each mutant in turn (a subtest each): it must fail naming the defect
-// against every mutant with Want and pass against one without.
+// Wait names a wait of a case, by the phase of the time budget it runs in.
+type Wait string
+
+// The waits of a case that a defect can fail.
+const (
+	WaitInstalled   Wait = "install"             // the CSV installed, with or without the cleanup finalizer
+	WaitReconciled  Wait = "operands-reconciled" // the operator reconciled the samples (Reconciled)
+	WaitRemoved     Wait = "operands-gone"       // the samples gone and finalized (Finalized)
+	WaitUninstalled Wait = "csv-gone"            // the CSV, the operator's Deployments and pods gone
+	WaitLeftovers   Wait = "leftovers-check"     // nothing left behind (ExpectNoLeftovers)
+)
+
+var waits = []Wait{WaitInstalled, WaitReconciled, WaitRemoved, WaitUninstalled, WaitLeftovers}
+
+// CheckMutants runs c against each mutant in turn (a subtest each): it must fail naming the defect,
+// in the wait that must catch it, against every mutant with Want and pass against one without.
 func CheckMutants(ctx context.Context, t *testing.T, c Case, mutants ...Mutant) {
 	for _, m := range mutants {
 		name := m.Name
@@ -115,12 +172,16 @@ func CheckMutants(ctx context.Context, t *testing.T, c Case, mutants ...Mutant) 
 			name = "the-real-operator"
 		}
 		t.Run(name, func(t *testing.T) {
+			if err := m.check(); err != nil {
+				t.Fatalf("Mutant %s: %v", name, err)
+			}
 			if err := m.Use(); err != nil {
 				t.Fatalf("switch to %s: %v", name, err)
 			}
 			run := c // named after the mutant: a failure on purpose leaves artifacts that say so
 			run.Name = "mutant " + name + ": " + c.Name
-			failure := FailureOf(ctx, run, t.Logf)
+			rec := failureOf(ctx, run, &recordingT{logf: t.Logf, name: run.Name, caughtBy: m.CaughtBy})
+			failure := rec.failure
 			switch {
 			case len(m.Want) == 0 && failure != "":
 				t.Fatalf("the case %q failed against %s: %s", c.Name, name, failure)
@@ -128,7 +189,11 @@ func CheckMutants(ctx context.Context, t *testing.T, c Case, mutants ...Mutant) 
 				t.Fatalf("the case %q passed against an operator that %s: it does not check what it claims to", c.Name, name)
 			}
 			if failure != "" {
-				t.Logf("failed as it should, saying: %s", failure)
+				t.Logf("failed as it should, in wait %q, saying: %s", rec.failedIn, failure)
+			}
+			if len(m.Want) > 0 && rec.failedIn != m.CaughtBy {
+				t.Errorf("the case failed in %s, not in wait %q that should catch the defect (only that one times out after %s; "+
+					"the others keep the case's timeouts): %s", describeWait(rec.failedIn), m.CaughtBy, intervals.Get(intervals.MutantCaught), failure)
 			}
 			for _, w := range m.Want {
 				if !strings.Contains(failure, w) {
@@ -137,6 +202,25 @@ func CheckMutants(ctx context.Context, t *testing.T, c Case, mutants ...Mutant) 
 			}
 		})
 	}
+}
+
+func (m Mutant) check() error {
+	switch {
+	case m.Use == nil:
+		return fmt.Errorf("Use is nil: set it to make the cluster run this variant")
+	case len(m.Want) == 0 && m.CaughtBy != "":
+		return fmt.Errorf("CaughtBy is %q but Want is empty: a mutant without Want is the real operator, which must pass", m.CaughtBy)
+	case len(m.Want) > 0 && !slices.Contains(waits, m.CaughtBy):
+		return fmt.Errorf("CaughtBy is %q: name the wait that must catch the defect, one of %v", m.CaughtBy, waits)
+	}
+	return nil
+}
+
+func describeWait(w Wait) string {
+	if w == "" {
+		return "no wait (a step between waits, or a cleanup)"
+	}
+	return fmt.Sprintf("wait %q", w)
 }
 
 // EnabledCase is the cleanup-enabled case of in for mode (the one mutation checks run: it reconciles,

@@ -2,10 +2,14 @@ package specs
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // FailureOf returns the first failed assertion's message, unwinds the case there, and still runs
@@ -28,5 +32,61 @@ func TestFailureOfRecordsTheFirstFailureAndRunsCleanups(t *testing.T) {
 	pass := Case{Name: "passes", Run: func(ctx context.Context, tt T) { tt.Gomega().Expect(1).To(Equal(1)) }}
 	if got := FailureOf(context.Background(), pass, t.Logf); got != "" {
 		t.Errorf("a passing case reported %q", got)
+	}
+}
+
+// In a mutation check only the wait that must catch the mutant is short: the mutant's other waits (an
+// install or reconcile it does right, only slowly under load) keep the case's timeouts. A failure
+// records the wait it happened in, so CheckMutants can tell a defect caught where it should be from
+// a mutant that failed somewhere else.
+func TestOnlyTheWaitThatCatchesTheMutantIsShort(t *testing.T) {
+	const own = 7 * time.Minute
+	short := intervals.Get(intervals.MutantCaught)
+	var seen []time.Duration
+	c := Case{Name: "leaks", Run: func(ctx context.Context, tt T) {
+		r := &Installation{t: tt, g: tt.Gomega(), in: OperandCleanupSpecInput{Timeout: own}}
+		for _, w := range []Wait{WaitInstalled, WaitReconciled, WaitLeftovers} {
+			end := r.phase(string(w))
+			seen = append(seen, r.within(own))
+			if w == WaitLeftovers {
+				tt.Gomega().Expect("leaked").To(BeEmpty(), "the leftovers check")
+			}
+			end()
+		}
+	}}
+	rec := failureOf(context.Background(), c, &recordingT{logf: t.Logf, name: c.Name, caughtBy: WaitLeftovers})
+	if want := []time.Duration{own, own, short}; !slices.Equal(seen, want) {
+		t.Errorf("timeouts %v in waits install, operands-reconciled, leftovers-check; want %v (only the catching wait short)", seen, want)
+	}
+	if rec.failedIn != WaitLeftovers || !strings.Contains(rec.failure, "the leftovers check") {
+		t.Errorf("failed in %q with %q; want the leftovers check's failure in wait %q", rec.failedIn, rec.failure, WaitLeftovers)
+	}
+	// Outside a mutation check (and for the real operator: no CaughtBy) every wait keeps its timeout.
+	real := &Installation{t: &recordingT{logf: t.Logf}, in: OperandCleanupSpecInput{Timeout: own}}
+	defer real.phase(string(WaitLeftovers))()
+	if got := real.within(own); got != own {
+		t.Errorf("the real operator's leftovers wait: %v, want the case's %v", got, own)
+	}
+}
+
+// A mutant must say which wait catches it; the real operator must not.
+func TestMutantInputErrorsNameTheField(t *testing.T) {
+	use := func() error { return nil }
+	for _, tc := range []struct {
+		m    Mutant
+		want string
+	}{
+		{Mutant{Name: "x", Want: []string{"leak"}}, "Use is nil"},
+		{Mutant{Name: "x", Use: use, Want: []string{"leak"}}, `CaughtBy is "": name the wait`},
+		{Mutant{Name: "x", Use: use, Want: []string{"leak"}, CaughtBy: "reconcile"}, `CaughtBy is "reconcile"`},
+		{Mutant{Use: use, CaughtBy: WaitLeftovers}, "Want is empty"},
+	} {
+		err := tc.m.check()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one containing %q", tc.m, err, tc.want)
+		}
+	}
+	if err := (Mutant{Use: use}).check(); err != nil {
+		t.Errorf("the real operator: %v", err)
 	}
 }

@@ -247,7 +247,7 @@ func (r *Installation) ExpectPending(ctx context.Context, objs []*unstructured.U
 	for _, o := range objs {
 		want = append(want, matchers.PendingEntry{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
-	r.g.Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(r.in.Timeout).Should(And(
+	r.g.Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(And(
 		matchers.HavePhase(PhaseCleanup, ReasonWaitingOnCleanup),
 		matchers.HavePendingDeletion(want...),
 		matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", len(objs))),

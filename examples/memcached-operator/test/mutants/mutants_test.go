@@ -15,7 +15,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/mutate"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
@@ -42,7 +41,6 @@ func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
 	defer func() { _ = env.Stop(context.Background()) }()
 
 	spec := uninstall.Spec(func() cluster.Environment { return env.Environment })
-	spec.Timeout, spec.LeftoversTimeout = intervals.Scaled(15*time.Second), intervals.Scaled(10*time.Second) // a mutant's failing wait lasts this long
 	enabled, err := specs.EnabledCase(spec, operatorsv1alpha1.InstallModeTypeAllNamespaces)
 	if err != nil {
 		t.Fatal(err)
@@ -67,11 +65,11 @@ func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
 		// Deployment is ever made.
 		specs.Mutant{Name: "never-reconciles", Use: variant("never-reconciles", mutate.Edit{File: controller,
 			Old: `os.LookupEnv("MEMCACHED_IMAGE")`, New: `os.LookupEnv("MEMCACHED_IMAGE_TYPO")`}),
-			Want: []string{"operator should reconcile Memcached", "no Deployment in namespace"}},
+			Want: []string{"operator should reconcile Memcached", "no Deployment in namespace"}, CaughtBy: specs.WaitReconciled},
 		// The finalizer removes itself without removing the sample's ClusterRole.
 		specs.Mutant{Name: "never-finalizes", Use: variant("never-finalizes", mutate.Edit{File: controller,
 			Old: `if err := r.deleteViewerRole(ctx, memcached); err != nil {`, New: `if err := error(nil); err != nil {`}),
-			Want: []string{"ClusterRole memcached-", "-viewer still exists", "should have removed it"}},
+			Want: []string{"ClusterRole memcached-", "-viewer still exists", "should have removed it"}, CaughtBy: specs.WaitRemoved},
 		// A second ClusterRole per sample that nothing removes.
 		specs.Mutant{Name: "leaks-an-object", Use: variant("leaks-an-object", mutate.Edit{File: controller,
 			Old: `	if err := r.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {`,
@@ -79,6 +77,6 @@ func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
 	leaked.Name += "-leaked"
 	_ = r.Create(ctx, leaked)
 	if err := r.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {`}),
-			Want: []string{"left behind by the installation", "-viewer-leaked"}},
+			Want: []string{"left behind by the installation", "-viewer-leaked"}, CaughtBy: specs.WaitLeftovers},
 	)
 }
