@@ -25,6 +25,17 @@ func recordingLog() (logr.Logger, func() []string) {
 	return log, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string{}, said...) }
 }
 
+// loggerSaying is a logger whose channel closes once a line it logs contains text.
+func loggerSaying(text string) (logr.Logger, <-chan struct{}) {
+	said := make(chan struct{})
+	var once sync.Once
+	return funcr.New(func(_, args string) {
+		if strings.Contains(args, text) {
+			once.Do(func() { close(said) })
+		}
+	}, funcr.Options{}), said
+}
+
 // within fails the test unless fn returns within d; it returns whether it did.
 func within(t *testing.T, d time.Duration, what string, fn func()) {
 	t.Helper()
@@ -212,7 +223,7 @@ func TestARunRemovesOnlyOnceItIsTheLastRun(t *testing.T) {
 	ctx := context.Background()
 	a := mustLock(t, newProcess(), path, logr.Discard())
 	b := mustLock(t, newProcess(), path, logr.Discard())
-	log, said := recordingLog()
+	log, queued := loggerSaying("waiting for them to end (remove the controller)")
 	a.log = log
 	var mu sync.Mutex
 	bAlive := true
@@ -235,11 +246,7 @@ func TestARunRemovesOnlyOnceItIsTheLastRun(t *testing.T) {
 		back()
 	})
 	// The new run starts once the removal is queued (its wait logged: it holds the turnstile then).
-	within(t, 10*time.Second, "the removal to queue", func() {
-		for !strings.Contains(strings.Join(said(), "\n"), "waiting for them to end (remove the controller)") {
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
+	within(t, 10*time.Second, "the removal to queue", func() { <-queued })
 	newRun := make(chan *runHold, 1)
 	go func() { newRun <- mustLock(t, newProcess(), path, logr.Discard()) }()
 	removesOnlyAfter(t, removed, func() { mu.Lock(); bAlive = false; mu.Unlock(); _ = b.release(ctx, "", nil) })
