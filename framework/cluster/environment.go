@@ -1,6 +1,10 @@
 package cluster
 
-import "sigs.k8s.io/controller-runtime/pkg/client"
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
 
 // Environment is what a spec needs of the cluster it runs on: the provider (REST config, artifacts,
 // optional capabilities such as OLMStopper) and an admin client whose scheme knows the types the
@@ -9,4 +13,21 @@ import "sigs.k8s.io/controller-runtime/pkg/client"
 type Environment struct {
 	Provider Provider
 	Client   client.Client
+	// APIs coordinates the specs of runs that share the cluster by the APIs they use; nil when no
+	// other run can use the cluster (envtest).
+	APIs APILocker
 }
+
+// APILocker holds APIs of a shared cluster for one spec, each named kind.group in lower case (e.g.
+// "memcached.cache.example.com"): shared by a spec that installs an operator providing them or makes
+// objects of them, exclusively by one whose cleanup reaches every namespace (an AllNamespaces
+// install: its cleanup deletes those kinds everywhere, and OLM lets only one operator provide an API
+// to namespaces that overlap). done releases them; why names the spec in the log of one that waits.
+type APILocker interface {
+	LockAPIs(ctx context.Context, apis []string, exclusive bool, why string) (done func(), err error)
+}
+
+// LabelAPIScoped marks a Ginkgo spec that is Serial only because of an AllNamespaces install whose
+// Installation locks the operator's APIs exclusively (specs.OperandCleanupSpec's cases): on a shared
+// cluster it runs beside other runs' specs instead of having the cluster alone.
+const LabelAPIScoped = "api-scoped"

@@ -23,7 +23,6 @@ import (
 	"os"
 	"testing"
 
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -82,7 +81,7 @@ func (c *Cluster) Environment() cluster.Environment {
 }
 
 // Alone holds the cluster alone until done is called, for a feature of your own that acts on the whole
-// cluster (as the AllNamespaces cases below do): on a shared cluster (kind, existing) it waits until no
+// cluster (stops OLM, or installs an operator globally without specs.Installation): on a shared cluster (kind, existing) it waits until no
 // other run's spec is in flight; on envtest it returns at once (testenv.Env.Alone).
 func (c *Cluster) Alone(ctx context.Context, why string) (done func(), err error) {
 	if c.env == nil {
@@ -111,15 +110,10 @@ func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]ty
 		for _, l := range k.Labels {
 			b = b.WithLabel("case", l)
 		}
-		global := k.Mode == operatorsv1alpha1.InstallModeTypeAllNamespaces
+		// An AllNamespaces case's cleanup reaches every namespace, but only the kinds its CSV owns: on a
+		// shared cluster its Installation holds those APIs exclusively (cluster.APILocker), so other
+		// runs' specs that use them wait, and the others go on.
 		out = append(out, b.Assess(k.Name, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			if global { // its cleanup is cluster-wide: other runs on a shared cluster wait
-				done, err := c.Alone(ctx, "AllNamespaces case "+k.Name)
-				if err != nil {
-					t.Fatalf("an AllNamespaces case waits to have the shared cluster alone: %v", err)
-				}
-				defer done()
-			}
 			k.Run(ctx, specs.FromTesting(t))
 			return ctx
 		}).Feature())

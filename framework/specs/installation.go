@@ -54,6 +54,7 @@ func NewInstallationFor(ctx context.Context, t T, in OperandCleanupSpecInput, mo
 	g := t.Gomega()
 	g.Expect(in.defaults()).To(gomega.Succeed())
 	r := &Installation{t: t, g: g, in: in, c: in.Environment().Client}
+	r.lockAPIs(ctx, mode)
 	defer r.phase("namespaces")()
 	r.l, r.all = newLayout(ctx, t, r.c, in.Name, mode)
 	return r

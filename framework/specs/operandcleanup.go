@@ -3,6 +3,7 @@ package specs
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -45,7 +47,11 @@ func CleanupEnabledSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 // its declares one Ginkgo spec per case.
 func its(cases []Case) {
 	for _, c := range cases {
-		It(c.Name, ModeDecorators(c.Mode, Label(c.Labels...), func(ctx context.Context) { c.Run(ctx, FromGinkgo()) })...)
+		labels := c.Labels
+		if c.Mode == operatorsv1alpha1.InstallModeTypeAllNamespaces { // Serial, but its Installation locks its APIs
+			labels = append(slices.Clone(labels), cluster.LabelAPIScoped)
+		}
+		It(c.Name, ModeDecorators(c.Mode, Label(labels...), func(ctx context.Context) { c.Run(ctx, FromGinkgo()) })...)
 	}
 }
 

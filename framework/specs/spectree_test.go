@@ -40,7 +40,7 @@ var installModes = []string{
 }
 
 // TestSpecTree previews the declared specs (Ginkgo's dry run, no cluster) and checks each says its
-// install mode as a label and is Serial exactly when that mode is AllNamespaces; with InstallModes
+// install mode as a label and is Serial (and api-scoped) exactly when that mode is AllNamespaces; with InstallModes
 // unset, the modes are those the bundle's CSV supports.
 func TestSpecTree(t *testing.T) {
 	report := PreviewSpecs("spec library tree")
@@ -63,6 +63,12 @@ func TestSpecTree(t *testing.T) {
 		if s.IsSerial != global {
 			t.Errorf("%q runs in %s mode but Serial is %v: a global cleanup acts on every namespace, other specs' too",
 				s.FullText(), mode[0], s.IsSerial)
+		}
+		// Serial within the run; across runs on a shared cluster its Installation locks the operator's
+		// APIs exclusively instead of taking the cluster alone.
+		if scoped := slices.Contains(s.Labels(), cluster.LabelAPIScoped); scoped != global {
+			t.Errorf("%q runs in %s mode but labelled %s is %v: only the library's AllNamespaces cases lock their APIs instead",
+				s.FullText(), mode[0], cluster.LabelAPIScoped, scoped)
 		}
 		container := s.ContainerHierarchyTexts[0]
 		modes[container] = append(modes[container], mode[0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/onsi/ginkgo/v2"
 
@@ -72,7 +73,7 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 			return nil
 		}
 		primary = start(ctx)
-		data, _ := json.Marshal(testenv.SharedOf(primary.Provider))
+		data, _ := json.Marshal(primary.Share())
 		return data
 	}, func(ctx context.Context, data []byte) {
 		var env cluster.Environment
@@ -95,6 +96,7 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 			if env, err = testenv.Connected(p, in.Schemes...); err != nil {
 				ginkgo.Fail(err.Error())
 			}
+			env.APIs = info.APILocker(in.Log)
 			own = &testenv.Env{Environment: env} // stopping it only disconnects
 		}
 		if setup.Process != nil {
@@ -102,11 +104,14 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 		}
 	}, decorators...)
 	ginkgo.SynchronizedAfterSuite(func(ctx context.Context) { stop(ctx, own) }, func(ctx context.Context) { stop(ctx, primary) })
-	// A Serial spec acts on the whole cluster (an AllNamespaces cleanup, stopping OLM): Ginkgo keeps this
+	// A Serial spec acts on the whole cluster (stopping OLM, an AllNamespaces cleanup): Ginkgo keeps this
 	// run's other specs away from it, and on a shared cluster the run holds the cluster alone meanwhile,
 	// so other runs' specs stay away too (Ginkgo runs Serial specs in process 1, which holds the run).
+	// A spec Serial only for its AllNamespaces install (cluster.LabelAPIScoped) locks its operator's APIs
+	// exclusively instead (specs.Installation), and runs beside other runs' specs.
 	ginkgo.BeforeEach(func(ctx context.Context) {
-		if env := primary; env != nil && ginkgo.CurrentSpecReport().IsSerial {
+		report := ginkgo.CurrentSpecReport()
+		if env := primary; env != nil && report.IsSerial && !(env.APIs != nil && slices.Contains(report.Labels(), cluster.LabelAPIScoped)) {
 			done, err := env.Alone(ctx, "Serial spec "+ginkgo.CurrentSpecReport().FullText())
 			if err != nil {
 				ginkgo.Fail(fmt.Sprintf("a Serial spec waits to have the shared cluster alone: %v", err))

@@ -23,28 +23,32 @@ import (
 // the events up to it. A seed replays the same runs (not the same interleaving: that is the
 // scheduler's, so there is nothing to shrink): CLEANUP_E2E_RUNLOCK_SEED=N.
 func TestRunLockRandomizedRunsKeepTheInvariants(t *testing.T) {
-	old := lockPoll
-	lockPoll = 2 * time.Millisecond // the same protocol, polled faster: 40 seeds in seconds
-	t.Cleanup(func() { lockPoll = old })
-	seeds := make([]uint64, 40) // ≈ 3 s; each seed plays 6 runs of up to 6 operations
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
-	}
-	if s := strings.TrimSpace(lockSeedEnv()); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CLEANUP_E2E_RUNLOCK_SEED=%q: not a number", s)
-		}
-		seeds = []uint64{n}
-	}
-	for _, seed := range seeds {
+	for _, seed := range seeds(t, 40) { // ≈ 3 s; each seed plays 6 runs of up to 6 operations
 		if report := playRuns(t.TempDir(), seed); report != "" {
 			t.Fatalf("seed %d (replay: CLEANUP_E2E_RUNLOCK_SEED=%d go test -run %s ./framework/testenv): %s", seed, seed, t.Name(), report)
 		}
 	}
 }
 
-func lockSeedEnv() string { return os.Getenv("CLEANUP_E2E_RUNLOCK_SEED") }
+// seeds are 1..n, or the one CLEANUP_E2E_RUNLOCK_SEED names; the locks are polled faster meanwhile
+// (the same protocol: many seeds in seconds).
+func seeds(t *testing.T, n int) []uint64 {
+	old := lockPoll
+	lockPoll = 2 * time.Millisecond
+	t.Cleanup(func() { lockPoll = old })
+	if s := strings.TrimSpace(os.Getenv("CLEANUP_E2E_RUNLOCK_SEED")); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CLEANUP_E2E_RUNLOCK_SEED=%q: not a number", s)
+		}
+		return []uint64{seed}
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
 
 // lockOp is one step of a random run.
 type lockOp struct {

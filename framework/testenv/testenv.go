@@ -111,6 +111,9 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ensure the stack on provider %s: %w", p.Name(), err), p.Stop(context.WithoutCancel(ctx)))
 	}
+	if hold != nil {
+		env.APIs = newAPILocker(hold.p.path, in.Log)
+	}
 	return &Env{Environment: env, Stack: s, hold: hold}, nil
 }
 
@@ -221,12 +224,34 @@ func NewProvider(ctx context.Context, in Input) (cluster.Provider, error) {
 }
 
 // Shared is what another process needs to Connect to a cluster this process started: the provider's
-// kind and name, and for envtest the kubeconfig it wrote.
-type Shared struct{ Kind, Name, Kubeconfig string }
+// kind and name, for envtest the kubeconfig it wrote, and on a shared cluster the run lock's path.
+type Shared struct {
+	Kind, Name, Kubeconfig string
+	// RunLock is the run lock's path when other runs share the cluster: the API locks are next to it.
+	RunLock string `json:",omitempty"`
+}
 
 // SharedOf describes p for Connect.
 func SharedOf(p cluster.Provider) Shared {
 	return Shared{Kind: p.Kind(), Name: p.Name(), Kubeconfig: p.KubeconfigPath()}
+}
+
+// Share describes the run's cluster for Connect in another process of the run (a Ginkgo process),
+// with the run lock's path so that its specs take the same API locks (APILocker).
+func (e *Env) Share() Shared {
+	s := SharedOf(e.Provider)
+	if e.hold != nil {
+		s.RunLock = e.hold.p.path
+	}
+	return s
+}
+
+// APILocker is the cluster's API locks (cluster.APILocker) when other runs share it, else nil.
+func (s Shared) APILocker(log logr.Logger) cluster.APILocker {
+	if s.RunLock == "" {
+		return nil
+	}
+	return newAPILocker(s.RunLock, log)
 }
 
 // Connect attaches to a cluster another process started (s from SharedOf there): it installs nothing

@@ -1,0 +1,59 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	. "github.com/onsi/gomega"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+)
+
+// lockAPIs holds, on a cluster other runs share (Environment.APIs), the APIs the installation uses
+// until the spec ends: shared, or exclusively in AllNamespaces mode, whose cleanup deletes the kinds
+// the CSV owns in every namespace (so no other run's spec may use them meanwhile, and then the case
+// needs no cluster alone: cluster.LabelAPIScoped). Registered before the namespaces and the install,
+// so it is released after every cleanup of the spec (the last registered runs first).
+func (r *Installation) lockAPIs(ctx context.Context, mode operatorsv1alpha1.InstallModeType) {
+	locker := r.in.Environment().APIs
+	if locker == nil {
+		return
+	}
+	apis, err := usedAPIs(r.in)
+	r.g.Expect(err).NotTo(HaveOccurred())
+	exclusive := mode == operatorsv1alpha1.InstallModeTypeAllNamespaces
+	done, err := locker.LockAPIs(ctx, apis, exclusive, r.t.Name())
+	r.g.Expect(err).NotTo(HaveOccurred(), "lock the APIs %v of %s on the shared cluster", apis, r.in.Name)
+	r.t.Cleanup(func(context.Context) { done() })
+}
+
+// usedAPIs are the kinds (kind.group, lower case) the CSVs of in own and the kinds of its samples:
+// what an AllNamespaces cleanup of this operator deletes, and what another's could delete of this
+// spec's. Built-in kinds of the core group are left out: no CSV owns them.
+func usedAPIs(in OperandCleanupSpecInput) ([]string, error) {
+	var apis []string
+	for _, dir := range append([]string{in.BundleDir}, in.UpgradeBundleDirs...) {
+		b, err := bundles.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, crd := range b.CSV.Spec.CustomResourceDefinitions.Owned {
+			_, group, ok := strings.Cut(crd.Name, ".")
+			if !ok || crd.Kind == "" {
+				return nil, fmt.Errorf("bundle %s: CSV %s: spec.customresourcedefinitions.owned entry %q (kind %q): "+
+					"want name <plural>.<group> and a kind", dir, b.CSV.Name, crd.Name, crd.Kind)
+			}
+			apis = append(apis, strings.ToLower(crd.Kind)+"."+group)
+		}
+	}
+	for _, s := range in.Samples("api-lock-probe") {
+		if gvk := s.GroupVersionKind(); gvk.Group != "" {
+			apis = append(apis, strings.ToLower(gvk.Kind)+"."+gvk.Group)
+		}
+	}
+	slices.Sort(apis)
+	return slices.Compact(apis), nil
+}

@@ -1,0 +1,186 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Each apiLocker made here plays one process (its own apiLocks: a flock conflicts between open files).
+func apiProcess(dir string, log logr.Logger) *apiLocker {
+	return &apiLocker{locks: &apiLocks{paths: map[string]*apiLock{}}, prefix: filepath.Join(dir, "cluster.run"), log: log}
+}
+
+func mustLockAPIs(t *testing.T, a *apiLocker, exclusive bool, apis ...string) func() {
+	t.Helper()
+	done, err := a.LockAPIs(context.Background(), apis, exclusive, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return done
+}
+
+// An AllNamespaces case holds its operator's APIs exclusively: it waits for the specs of other runs
+// that use them, and says why; specs using other APIs go on beside it; a spec that uses its APIs waits
+// for it to end.
+func TestAnExclusiveAPIHoldWaitsOnlyForTheSpecsUsingThoseAPIs(t *testing.T) {
+	dir := t.TempDir()
+	log, said := recordingLog()
+	widgets, memcached := apiProcess(dir, logr.Discard()), apiProcess(dir, log)
+	using := mustLockAPIs(t, widgets, false, "widget.fixtures.io", "memcached.cache.example.com")
+	other := mustLockAPIs(t, widgets, false, "widget.fixtures.io")
+	var global func()
+	wait := blocked(t, "an exclusive hold of an API another run's spec uses", func() {
+		global = mustLockAPIs(t, memcached, true, "memcached.cache.example.com")
+	})
+	if s := strings.Join(said(), "\n"); !strings.Contains(s, "other runs' specs use the API; waiting for them to end") ||
+		!strings.Contains(s, "memcached.cache.example.com") {
+		t.Errorf("the wait does not say what it waits for:\n%s", s)
+	}
+	within(t, 10*time.Second, "an exclusive hold of an API nobody uses", func() {
+		mustLockAPIs(t, memcached, true, "gizmo.fixtures.io")()
+	})
+	using()
+	wait()
+	within(t, 10*time.Second, "a spec using other APIs beside the exclusive hold", func() {
+		mustLockAPIs(t, widgets, false, "widget.fixtures.io")()
+	})
+	waitShared := blocked(t, "a spec using the API held exclusively", func() {
+		mustLockAPIs(t, widgets, false, "memcached.cache.example.com")()
+	})
+	global()
+	waitShared()
+	other()
+}
+
+// Specs are short, so an exclusive wait queues the specs that come after it (the API's turnstile):
+// a stream of specs using the API cannot starve it.
+func TestAnExclusiveAPIWaitQueuesTheSpecsThatComeAfterIt(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := apiProcess(dir, logr.Discard()), apiProcess(dir, logr.Discard()), apiProcess(dir, logr.Discard())
+	first := mustLockAPIs(t, a, false, "memcached.cache.example.com")
+	var mu sync.Mutex
+	var order []string
+	got := func(who string) { mu.Lock(); order = append(order, who); mu.Unlock() }
+	var global func()
+	waitGlobal := blocked(t, "the exclusive hold", func() {
+		global = mustLockAPIs(t, b, true, "memcached.cache.example.com")
+		got("exclusive")
+	})
+	waitLater := blocked(t, "a spec that came after the exclusive wait", func() {
+		done := mustLockAPIs(t, c, false, "memcached.cache.example.com")
+		got("later")
+		done()
+	})
+	first()
+	waitGlobal()
+	time.Sleep(100 * time.Millisecond) // the later spec must still be waiting: check after a moment
+	global()
+	waitLater()
+	if strings.Join(order, ",") != "exclusive,later" {
+		t.Errorf("got the API in the order %v, want the exclusive wait first", order)
+	}
+}
+
+// The specs of one process (a Ginkgo process, or parallel tests) share one open file per API and
+// follow the same rules among themselves; a wait ends with its context and leaves nothing held.
+func TestAPILocksWithinAProcessAndWaitsThatEnd(t *testing.T) {
+	dir := t.TempDir()
+	p, other := apiProcess(dir, logr.Discard()), apiProcess(dir, logr.Discard())
+	a := mustLockAPIs(t, p, false, "memcached.cache.example.com")
+	b := mustLockAPIs(t, p, false, "memcached.cache.example.com")
+	a()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := p.LockAPIs(ctx, []string{"memcached.cache.example.com"}, true, "global"); err == nil ||
+		!strings.Contains(err.Error(), "memcached.cache.example.com") {
+		t.Fatalf("an exclusive wait for a hold of its own process that did not end: %v, want an error naming the API", err)
+	}
+	if _, err := other.LockAPIs(ctx, []string{"memcached.cache.example.com"}, true, "global"); err == nil {
+		t.Fatal("another process got the API exclusively while a spec held it shared")
+	}
+	b()
+	within(t, 10*time.Second, "an exclusive hold once the process's specs ended (the failed waits hold nothing)", func() {
+		mustLockAPIs(t, other, true, "memcached.cache.example.com")()
+		mustLockAPIs(t, p, true, "memcached.cache.example.com")()
+	})
+	if _, err := p.LockAPIs(context.Background(), []string{"Memcached/x"}, false, "a spec"); err == nil ||
+		!strings.Contains(err.Error(), "want kind.group") {
+		t.Errorf("a bad API name: %v, want an error saying what an API looks like", err)
+	}
+}
+
+// TestAPILocksRandomizedKeepTheInvariant: processes with specs in parallel take random sets of APIs,
+// shared or exclusive, for a random while; whenever a spec holds an API exclusively no other spec holds
+// it, and every seed ends (no deadlock). CLEANUP_E2E_RUNLOCK_SEED=N replays one seed.
+func TestAPILocksRandomizedKeepTheInvariant(t *testing.T) {
+	for _, seed := range seeds(t, 30) {
+		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
+			dir := t.TempDir()
+			apis := []string{"a.example.com", "b.example.com", "c.example.com"}
+			var mu sync.Mutex
+			shared, exclusive := map[string]int{}, map[string]int{}
+			var violations []string
+			var wg sync.WaitGroup
+			for p := range 3 {
+				proc := apiProcess(dir, logr.Discard())
+				for s := range 2 {
+					rng := rand.New(rand.NewPCG(seed, uint64(p*10+s)))
+					wg.Go(func() {
+						for range 6 {
+							var want []string
+							for _, a := range apis {
+								if rng.IntN(2) == 0 {
+									want = append(want, a)
+								}
+							}
+							ex := rng.IntN(3) == 0
+							done, err := proc.LockAPIs(context.Background(), want, ex, fmt.Sprintf("p%d/s%d", p, s))
+							if err != nil {
+								mu.Lock()
+								violations = append(violations, err.Error())
+								mu.Unlock()
+								return
+							}
+							mu.Lock()
+							for _, a := range want {
+								if exclusive[a] > 0 || (ex && shared[a] > 0) {
+									violations = append(violations, fmt.Sprintf("p%d/s%d took %s (exclusive %v) while %d held it exclusively and %d shared",
+										p, s, a, ex, exclusive[a], shared[a]))
+								}
+								if ex {
+									exclusive[a]++
+								} else {
+									shared[a]++
+								}
+							}
+							mu.Unlock()
+							time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+							mu.Lock()
+							for _, a := range want {
+								if ex {
+									exclusive[a]--
+								} else {
+									shared[a]--
+								}
+							}
+							mu.Unlock()
+							done()
+						}
+					})
+				}
+			}
+			within(t, 30*time.Second, fmt.Sprintf("seed %d (replay: CLEANUP_E2E_RUNLOCK_SEED=%d)", seed, seed), wg.Wait)
+			for _, v := range violations {
+				t.Errorf("seed %d (replay: CLEANUP_E2E_RUNLOCK_SEED=%d): %s", seed, seed, v)
+			}
+		})
+	}
+}
