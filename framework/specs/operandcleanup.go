@@ -23,7 +23,8 @@ import (
 // (operands outside the targets untouched, and nothing else left behind: see ExpectNoLeftovers), the
 // pending-deletion listing (also past its cap), abort, and — with upgrade bundles — upgrades that never
 // clean up. Every spec makes its own namespaces, so they run in parallel and in random order; every
-// spec running in AllNamespaces mode is Serial because its cleanup is cluster-wide (ModeDecorators).
+// spec running in AllNamespaces mode is Serial because its cleanup is cluster-wide (ModeDecorators); on
+// a cluster other runs share, it locks its operator's APIs instead of the cluster (cluster.LabelAPIScoped).
 func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 	cases, err := Cases(in)
 	if err != nil {
@@ -61,7 +62,8 @@ type Case struct {
 	// Name says what the case checks, e.g. "keeps every operand when spec.cleanup is unset".
 	Name string
 	// Mode is the install mode it runs in; a front end running cases side by side must run those in
-	// AllNamespaces alone (their cleanup is cluster-wide).
+	// AllNamespaces one at a time (their cleanup is cluster-wide; across runs on a shared cluster their
+	// Installation locks the APIs they use exclusively).
 	Mode operatorsv1alpha1.InstallModeType
 	// Labels name the case for filters (e.g. "cleanup-unset").
 	Labels []string

@@ -28,7 +28,8 @@ import (
 //     gives each case its own namespaces and samples, and the leftovers check only blames an
 //     installation for what is linked to it), and exclusively — alone, no other run's specs in flight,
 //     though the other runs stay alive — for each spec that acts on the whole cluster (Env.Alone:
-//     Ginkgo's Serial specs, e.g. an AllNamespaces cleanup or a spec that stops OLM), and for the whole
+//     Ginkgo's Serial specs, e.g. a spec that stops OLM; the spec library's AllNamespaces cases lock only
+//     their operator's APIs instead, apilock.go), and for the whole
 //     run when Start installs something disruptive (stack.Missing: the ClusterOperator CRD changes how
 //     OLM restarts), which its Stop removes before anyone runs beside it again (nobody else used it).
 //     Deleting the cluster waits to be the last run alive even then (releaseLast).
