@@ -1,13 +1,20 @@
 package specs
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
 // The APIs a case locks are the kinds its CSVs own (what an AllNamespaces cleanup of it deletes) and
@@ -35,6 +42,49 @@ func TestUsedAPIsAreTheOwnedKindsAndTheSamplesKinds(t *testing.T) {
 	for _, a := range got {
 		if !strings.Contains(a, ".") || a != strings.ToLower(a) || strings.HasPrefix(a, "configmap") {
 			t.Errorf("used API %q: want kind.group in lower case, no core kinds", a)
+		}
+	}
+}
+
+// recordingLocker is a cluster.APILocker that records what a spec locks and when it releases it.
+type recordingLocker struct {
+	events *[]string
+}
+
+func (l recordingLocker) LockAPIs(_ context.Context, apis []string, exclusive bool, _ string) (func(), error) {
+	*l.events = append(*l.events, fmt.Sprintf("lock %v exclusive=%v", apis, exclusive))
+	return func() { *l.events = append(*l.events, "release") }, nil
+}
+
+// On a shared cluster an Installation holds its APIs from before its namespaces exist until its last
+// cleanup ran, exclusively in AllNamespaces mode only; without a locker (envtest) it locks nothing.
+func TestAnInstallationHoldsItsAPIsForTheWholeSpec(t *testing.T) {
+	for _, mode := range []operatorsv1alpha1.InstallModeType{operatorsv1alpha1.InstallModeTypeAllNamespaces, operatorsv1alpha1.InstallModeTypeOwnNamespace} {
+		var events []string
+		c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				events = append(events, "create namespace")
+				return c.Create(ctx, obj, opts...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				events = append(events, "delete namespace")
+				return c.Delete(ctx, obj, opts...)
+			},
+		}).Build()
+		in := OperandCleanupSpecInput{Name: "locks", BundleDir: bundles.Dir("widget-operator", "v0.1.0"),
+			Environment: func() cluster.Environment {
+				return cluster.Environment{Client: c, APIs: recordingLocker{&events}}
+			},
+			Samples: func(string) []*unstructured.Unstructured { return nil }}
+		spec := Case{Name: "locks", Run: func(ctx context.Context, tt T) { NewInstallationFor(ctx, tt, in, mode) }}
+		if failure := FailureOf(context.Background(), spec, t.Logf); failure != "" {
+			t.Fatal(failure)
+		}
+		want := []string{fmt.Sprintf("lock [widget.fixtures.cleanup-e2e.io widgetclass.fixtures.cleanup-e2e.io] exclusive=%v",
+			mode == operatorsv1alpha1.InstallModeTypeAllNamespaces),
+			"create namespace", "create namespace", "delete namespace", "delete namespace", "release"}
+		if !slices.Equal(events, want) {
+			t.Errorf("%s: %q, want %q", mode, events, want)
 		}
 	}
 }
