@@ -49,7 +49,8 @@ require_free_space "$(docker_root)" 2 "building the test images (Docker's data r
 
 # context_hash DIR [EXTRA]: hash of every file (content, mode) and directory (mode) under DIR.
 context_hash() {
-  (cd "$1" && find . -printf '%p %m %y\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum
+  (cd "$1" && find . -printf '%p %m %y\n' | LC_ALL=C sort && mapfile -d '' files < <(find . -type f -print0 | LC_ALL=C sort -z)
+   sha256_files "${files[@]}"
    echo "${2:-}") | sha256sum | cut -c1-64
 }
 

@@ -51,3 +51,22 @@ func TestStampOK(t *testing.T) {
 		t.Fatalf("stamp must match its content only: %s", out)
 	}
 }
+
+// sha256_files prints what sha256sum prints, and reads a file again once it changed (content, size or
+// modification time), not otherwise.
+func TestSHA256FilesIsSha256sumThatRemembers(t *testing.T) {
+	dir := t.TempDir()
+	env := `CACHE_DIR="` + dir + `/cache"; mkdir -p "$CACHE_DIR"; cd "` + dir + `" && `
+	setup := `mkdir -p "a dir" && printf one > "a dir/x" && printf two > y && `
+	out, ok := lib(t, env+setup+`sha256_files "a dir/x" y > got && sha256sum "a dir/x" y > want && cmp got want && echo same`)
+	if !ok || !strings.Contains(out, "same") {
+		t.Fatalf("the first run differs from sha256sum: %s", out)
+	}
+	// Remembered: a file whose stat is unchanged is not read again (its old digest comes back even
+	// though the digest file was tampered with), and a changed one is.
+	out, ok = lib(t, env+`sed -i "s/^\([^ ]*\) [0-9a-f]*$/\1 0000/" cache/sha256sums && sha256_files y && printf three > y && sha256_files y && sha256sum y`)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !ok || len(lines) != 3 || !strings.HasPrefix(lines[0], "0000  y") || lines[1] != lines[2] {
+		t.Fatalf("want the remembered digest first, then the new content's as sha256sum says; got:\n%s", out)
+	}
+}

@@ -15,7 +15,7 @@ base=${BASE_IMAGE:-scratch}
 case $image in *:latest|*@*) die "$image: use a non-latest tag (a latest tag makes the kubelet pull)";; *:*) ;; *) die "$image: needs a tag";; esac
 [ -x "$binary" ] || die "$binary is not an executable file"
 
-input="$(sha256sum "$binary" | cut -c1-64) $entry $base"
+input="$(sha256_files "$binary" | cut -c1-64) $entry $base"
 [ "$base" = scratch ] || input+=" $(docker image inspect --format '{{.Id}}' "$base")"
 input=$(echo "$input" | sha256sum | cut -c1-64)
 if [ "$(docker image inspect --format '{{index .Config.Labels "io.cleanup-e2e.input"}}' "$image" 2>/dev/null)" = "$input" ]; then

@@ -147,7 +147,7 @@ mapfile -t images <<<"$ship_images"
 node_hash=$( {
   echo "$BASE_IMAGE"
   for i in "${images[@]}"; do docker image inspect --format '{{.Id}}' "$i"; done
-  sha256sum "$KUBE_BIN/kubelet" "$KUBE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$CRICTL_BIN" | cut -c1-64
+  sha256_files "$KUBE_BIN/kubelet" "$KUBE_BIN/kubeadm" "$KUBE_BIN/kubectl" "$CRICTL_BIN" | cut -c1-64
   sha256sum "$0" | cut -c1-64
 } | sha | cut -c1-12)
 NODE_IMAGE=$NODE_IMAGE_REPO:$KUBE_VERSION-$node_hash
