@@ -52,6 +52,7 @@ func main() {
 	procsFlag := flag.String("ginkgo-procs", "", "Ginkgo suites run with several Ginkgo processes, PACKAGE=N,... (import path suffixes)")
 	linkedMarker := flag.String("linked-marker", "", "file created once every test binary is linked (the kept ones run meanwhile)")
 	foreground := flag.String("foreground", "", "only these packages (import path suffixes, comma-separated) keep the normal CPU priority; the others run under nice 5 (empty: all keep it)")
+	linkOnly := flag.Bool("link-only", false, "link the missing test binaries and print 'DIR BINARY' per package (its directory, its kept binary), running nothing: for a runner of its own (make e2e's ginkgo runs them as precompiled suites)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...")
@@ -98,6 +99,17 @@ func main() {
 	}
 	out := &lineWriter{w: os.Stdout}
 	durations := loadDurations(*cache)
+	if *linkOnly {
+		ready := newQueue(durations)
+		ok := link(*cache, pkgs, &lineWriter{w: os.Stderr}, ready) // a failed link's output: not among the lines printed
+		for p, more := ready.pop(); more; p, more = ready.pop() {
+			fmt.Printf("%s %s\n", p.dir, p.binary)
+		}
+		if !ok {
+			os.Exit(1)
+		}
+		return
+	}
 	sort.SliceStable(pkgs, func(i, j int) bool { return durations.of(pkgs[i].path) > durations.of(pkgs[j].path) })
 	ready := newQueue(durations)
 	linked := make(chan bool, 1)
@@ -237,7 +249,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready *queue) bool 
 	}
 	wg.Wait()
 	ready.close()
-	summary.Printf("testbin: %d test binaries, %d linked in %s (the %d kept from an earlier run ran meanwhile)\n",
+	summary.Printf("testbin: %d test binaries, %d linked in %s (%d kept from an earlier run)\n",
 		len(pkgs), len(missing), time.Since(start).Round(100*time.Millisecond), len(pkgs)-len(missing))
 	return ok.Load()
 }
