@@ -52,7 +52,7 @@ func main() {
 	procsFlag := flag.String("ginkgo-procs", "", "Ginkgo suites run with several Ginkgo processes, PACKAGE=N,... (import path suffixes)")
 	linkedMarker := flag.String("linked-marker", "", "file created once every test binary is linked (the kept ones run meanwhile)")
 	foreground := flag.String("foreground", "", "only these packages (import path suffixes, comma-separated) keep the normal CPU priority; the others run under nice 5 (empty: all keep it)")
-	linkOnly := flag.Bool("link-only", false, "link the missing test binaries and print 'DIR BINARY' per package (its directory, its kept binary), running nothing: for a runner of its own (make e2e's ginkgo runs them as precompiled suites)")
+	linkOnlyFlag := flag.Bool("link-only", false, "link the missing test binaries and print 'DIR BINARY' per package (its directory, its kept binary), running nothing: for a runner of its own (make e2e's ginkgo runs them as precompiled suites)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...")
@@ -99,13 +99,8 @@ func main() {
 	}
 	out := &lineWriter{w: os.Stdout}
 	durations := loadDurations(*cache)
-	if *linkOnly {
-		ready := newQueue(durations)
-		ok := link(*cache, pkgs, &lineWriter{w: os.Stderr}, ready) // a failed link's output: not among the lines printed
-		for p, more := ready.pop(); more; p, more = ready.pop() {
-			fmt.Printf("%s %s\n", p.dir, p.binary)
-		}
-		if !ok {
+	if *linkOnlyFlag {
+		if !linkOnly(os.Stdout, *cache, pkgs) {
 			os.Exit(1)
 		}
 		return
@@ -131,6 +126,17 @@ func main() {
 	if failed || !<-linked {
 		os.Exit(1)
 	}
+}
+
+// linkOnly links the missing test binaries of pkgs and writes "DIR BINARY" per package to w (a failed
+// link's output goes to standard error, not among those lines). It reports whether every one linked.
+func linkOnly(w io.Writer, cache string, pkgs []testPackage) bool {
+	ready := newQueue(nil)
+	ok := link(cache, pkgs, &lineWriter{w: os.Stderr}, ready)
+	for p, more := ready.pop(); more; p, more = ready.pop() {
+		fmt.Fprintf(w, "%s %s\n", p.dir, p.binary)
+	}
+	return ok
 }
 
 // summary says what was linked and kept.
