@@ -115,8 +115,9 @@ else
   go build -o "$CACHE_DIR/testbin/testbin" ./scripts/testbin
   if kept=$("$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -link-only ./e2e/...); then
     while read -r dir bin; do
-      ln -sfn "$bin" "$dir/$(basename "$dir").test"
-      suite_binary[$(basename "$dir")]="./e2e/$(basename "$dir")/$(basename "$dir").test"
+      name=$(basename "$dir")
+      ln -sfn "$bin" "$dir/$name.test"
+      suite_binary[$name]="./e2e/$name/$name.test"
     done <<<"$kept"
   else
     log "the suites' kept test binaries could not be linked (above): ginkgo compiles each suite"

@@ -81,8 +81,9 @@ func (c *Cluster) Environment() cluster.Environment {
 }
 
 // Alone holds the cluster alone until done is called, for a feature of your own that acts on the whole
-// cluster (stops OLM, or installs an operator globally without specs.Installation): on a shared cluster (kind, existing) it waits until no
-// other run's spec is in flight; on envtest it returns at once (testenv.Env.Alone).
+// cluster (stops OLM, or installs an operator globally without specs.Installation): on a shared
+// cluster (kind, existing) it waits until no other run's spec is in flight; on envtest it returns at
+// once (testenv.Env.Alone).
 func (c *Cluster) Alone(ctx context.Context, why string) (done func(), err error) {
 	if c.env == nil {
 		return nil, fmt.Errorf("e2eframework: Alone(%q) before the cluster is set up: register Cluster.Setup with the environment's Setup", why)

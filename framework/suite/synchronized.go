@@ -112,7 +112,7 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 	ginkgo.BeforeEach(func(ctx context.Context) {
 		report := ginkgo.CurrentSpecReport()
 		if env := primary; env != nil && report.IsSerial && !(env.APIs != nil && slices.Contains(report.Labels(), cluster.LabelAPIScoped)) {
-			done, err := env.Alone(ctx, "Serial spec "+ginkgo.CurrentSpecReport().FullText())
+			done, err := env.Alone(ctx, "Serial spec "+report.FullText())
 			if err != nil {
 				ginkgo.Fail(fmt.Sprintf("a Serial spec waits to have the shared cluster alone: %v", err))
 			}

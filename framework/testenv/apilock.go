@@ -133,11 +133,7 @@ func (l *apiLock) acquire(ctx context.Context, log logr.Logger, exclusive bool, 
 		if exclusive {
 			how, waiting = syscall.LOCK_EX, "other runs' specs use the API; waiting for them to end ("+why+")"
 		}
-		err = flockWait(ctx, turnstile(l.path), syscall.LOCK_EX, log, waiting+" (queued behind it)", func(t *os.File) error {
-			defer unlockFile(t)
-			return flockWait(ctx, f, how, log, waiting, nil)
-		})
-		if err != nil {
+		if err := flockQueued(ctx, f, how, log, waiting); err != nil {
 			f.Close()
 			l.cond.Broadcast()
 			return err

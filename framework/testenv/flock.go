@@ -35,10 +35,7 @@ func (p *processLock) take(ctx context.Context, log logr.Logger, f *os.File, hel
 	}
 	var err error
 	if how == syscall.LOCK_EX || f == p.members {
-		err = flockWait(ctx, turnstile(f.Name()), syscall.LOCK_EX, log, waiting+" (queued behind it)", func(t *os.File) error {
-			defer unlockFile(t)
-			return flockWait(ctx, f, how, log, waiting, nil)
-		})
+		err = flockQueued(ctx, f, how, log, waiting)
 	} else {
 		err = flockWait(ctx, f, how, log, waiting, nil)
 	}
@@ -56,6 +53,15 @@ func (p *processLock) drop() {
 		}
 	}
 	p.sections, p.members, p.sectionsHeld, p.membersHeld = nil, nil, 0, 0
+}
+
+// flockQueued takes how on f through its turnstile: it queues behind whoever holds the turnstile while
+// waiting for f exclusively, and holds it itself while it waits.
+func flockQueued(ctx context.Context, f *os.File, how int, log logr.Logger, waiting string) error {
+	return flockWait(ctx, turnstile(f.Name()), syscall.LOCK_EX, log, waiting+" (queued behind it)", func(t *os.File) error {
+		defer unlockFile(t)
+		return flockWait(ctx, f, how, log, waiting, nil)
+	})
 }
 
 // turnstile is the file a run holds while it waits for path exclusively: others that want it queue

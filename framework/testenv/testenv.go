@@ -145,8 +145,9 @@ func ensureStack(ctx context.Context, hold *runHold, in stack.Input) (*stack.Sta
 
 // Alone waits until no other run is in a section on the shared cluster (they stay alive, waiting) and
 // holds it alone until done is called: for a spec that acts on the whole cluster (stopping OLM, a
-// global install without specs.Installation, which locks only its APIs: apilock.go). why names the spec in the log of a run that waits. On envtest (the run's
-// own cluster), and in a run already alone to its end, it returns at once.
+// global install without specs.Installation, which locks only its APIs: apilock.go). why names the
+// spec in the log of a run that waits. On envtest (the run's own cluster), and in a run already alone
+// to its end, it returns at once.
 func (e *Env) Alone(ctx context.Context, why string) (done func(), err error) {
 	if e.hold == nil {
 		return func() {}, nil

@@ -55,7 +55,8 @@ func main() {
 	linkOnlyFlag := flag.Bool("link-only", false, "link the missing test binaries and print 'DIR BINARY' per package (its directory, its kept binary), running nothing: for a runner of its own (make e2e's ginkgo runs them as precompiled suites)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...")
+		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...\n"+
+			"       testbin -cache DIR -link-only PACKAGES...")
 		os.Exit(2)
 	}
 	procs, err := parseSuiteProcs(*procsFlag)
@@ -79,14 +80,20 @@ func main() {
 		defer f.Close()
 		summary.SetOutput(f)
 	}
+	pkgs, err := testPackages(flag.Args())
+	if err != nil {
+		fatal(err)
+	}
+	if *linkOnlyFlag {
+		if !linkOnly(os.Stdout, *cache, pkgs) {
+			os.Exit(1)
+		}
+		return
+	}
 	if path, err := exec.Command("go", "tool", "-n", "test2json").Output(); err != nil {
 		fatal(fmt.Errorf("go tool -n test2json: %w", err))
 	} else {
 		test2json = strings.TrimSpace(string(path))
-	}
-	pkgs, err := testPackages(flag.Args())
-	if err != nil {
-		fatal(err)
 	}
 	if err := procs.check(pkgs); err != nil {
 		fatal(err)
@@ -99,12 +106,6 @@ func main() {
 	}
 	out := &lineWriter{w: os.Stdout}
 	durations := loadDurations(*cache)
-	if *linkOnlyFlag {
-		if !linkOnly(os.Stdout, *cache, pkgs) {
-			os.Exit(1)
-		}
-		return
-	}
 	sort.SliceStable(pkgs, func(i, j int) bool { return durations.of(pkgs[i].path) > durations.of(pkgs[j].path) })
 	ready := newQueue(durations)
 	linked := make(chan bool, 1)
