@@ -101,18 +101,22 @@ var (
 
 // runGinkgo runs p's suite with r.procs Ginkgo processes and reports it as go test would report its
 // test function: its output lines, then pass or fail, so gotestsum and the JUnit report see the same
-// test as with a plain run. The package's other tests run first, as a plain run.
-func runGinkgo(p testPackage, r suiteRun, cache string, timeout time.Duration, out *lineWriter) error {
+// test as with a plain run. The package's other tests run first, as a plain run. It says how much CPU
+// both took.
+func runGinkgo(p testPackage, r suiteRun, cache string, timeout time.Duration, out *lineWriter) (time.Duration, error) {
 	start := time.Now()
+	var cpu time.Duration
 	test, others, err := suiteFunction(p, r.test)
 	if err == nil && others {
-		err = runBinary(p, timeout, out, false, "-test.skip=^"+test+"$")
+		cpu, err = runBinary(p, timeout, out, false, "-test.skip=^"+test+"$")
 	}
 	if test != "" {
 		out.event(event{Action: "run", Package: p.path, Test: test})
-		if suiteErr := ginkgoRun(p, r.procs, cache, timeout, test, func(line string) {
+		suiteCPU, suiteErr := ginkgoRun(p, r.procs, cache, timeout, test, func(line string) {
 			out.event(event{Action: "output", Package: p.path, Test: test, Output: line + "\n"})
-		}); suiteErr != nil {
+		})
+		cpu += suiteCPU
+		if suiteErr != nil {
 			err = suiteErr
 		}
 	}
@@ -127,7 +131,7 @@ func runGinkgo(p testPackage, r suiteRun, cache string, timeout time.Duration, o
 	}
 	out.event(event{Action: "output", Package: p.path, Output: strings.ToUpper(result) + "\n"})
 	out.event(event{Action: result, Package: p.path, Elapsed: elapsed})
-	return err
+	return cpu, err
 }
 
 // suiteFunction is the test function of p that runs its Ginkgo suite: named is its name, or "" when
@@ -157,17 +161,18 @@ func suiteFunction(p testPackage, named string) (test string, others bool, err e
 }
 
 // ginkgoRun runs the Ginkgo CLI on p's binary, in p's directory, calling line for each line of its
-// output. The CLI runs a compiled suite in the directory that holds it, so the kept binary is linked
-// there for the run (a hidden *.test name: .gitignore has *.test).
-func ginkgoRun(p testPackage, procs int, cache string, timeout time.Duration, test string, line func(string)) error {
+// output, and says how much CPU the CLI and its processes took. The CLI runs a compiled suite in the
+// directory that holds it, so the kept binary is linked there for the run (a hidden *.test name:
+// .gitignore has *.test).
+func ginkgoRun(p testPackage, procs int, cache string, timeout time.Duration, test string, line func(string)) (time.Duration, error) {
 	cli, err := ginkgoCLI(cache)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	link := filepath.Join(p.dir, ".testbin-"+p.key+".test")
 	_ = os.Remove(link) // a run killed before its cleanup left it
 	if err := os.Symlink(p.binary, link); err != nil {
-		return err
+		return 0, err
 	}
 	defer os.Remove(link)
 	cmd := p.command(cli, "run", "--procs="+strconv.Itoa(procs), "--timeout="+timeout.String(), "--no-color",
@@ -175,11 +180,11 @@ func ginkgoRun(p testPackage, procs int, cache string, timeout time.Duration, te
 	cmd.Dir = p.dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
-		return err
+		return 0, err
 	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
@@ -187,7 +192,7 @@ func ginkgoRun(p testPackage, procs int, cache string, timeout time.Duration, te
 		line(sc.Text())
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("ginkgo run --procs=%d %s: %w", procs, p.path, err)
+		return cpuOf(cmd.ProcessState), fmt.Errorf("ginkgo run --procs=%d %s: %w", procs, p.path, err)
 	}
-	return nil
+	return cpuOf(cmd.ProcessState), nil
 }

@@ -280,15 +280,18 @@ func run(ready *queue, cache string, parallel int, timeout time.Duration, procs 
 		wg.Go(func() {
 			for p, ok := ready.pop(); ok; p, ok = ready.pop() {
 				start := time.Now()
-				var err error
+				var (
+					cpu time.Duration
+					err error
+				)
 				if r := procs.of(p.path); r.procs > 1 {
-					err = runGinkgo(p, r, cache, timeout, out)
+					cpu, err = runGinkgo(p, r, cache, timeout, out)
 				} else {
-					err = runBinary(p, timeout, out, true)
+					cpu, err = runBinary(p, timeout, out, true)
 				}
 				mu.Lock()
 				d[p.path] = time.Since(start).Seconds()
-				spans = append(spans, span{pkg: p.path, start: start.Sub(begin), end: time.Since(begin)})
+				spans = append(spans, span{pkg: p.path, start: start.Sub(begin), end: time.Since(begin), cpu: cpu})
 				failed = failed || err != nil
 				mu.Unlock()
 			}
@@ -298,10 +301,12 @@ func run(ready *queue, cache string, parallel int, timeout time.Duration, procs 
 	return failed, spans
 }
 
-// span is when a package's tests ran, from the start of the run.
+// span is when a package's tests ran, from the start of the run, and the CPU they took: the test
+// binary's and that of every process it started and waited for (its control planes), as wait4 counts.
 type span struct {
 	pkg        string
 	start, end time.Duration
+	cpu        time.Duration
 }
 
 // critical says which package ended the run and which took longest. On a busy machine the last one
@@ -315,13 +320,23 @@ func critical(spans []span, longest int) string {
 	byLength := slices.Clone(spans)
 	slices.SortStableFunc(byLength, func(a, b span) int { return cmp.Compare(b.end-b.start, a.end-a.start) })
 	trim := commonDir(spans)
-	var top []string
-	for _, s := range byLength[:min(longest, len(byLength))] {
-		top = append(top, fmt.Sprintf("%s %s", strings.TrimPrefix(s.pkg, trim), seconds(s.end-s.start)))
+	byCPU := slices.Clone(spans)
+	slices.SortStableFunc(byCPU, func(a, b span) int { return cmp.Compare(b.cpu, a.cpu) })
+	var top, hungry []string
+	var total time.Duration
+	for i, s := range byLength {
+		if i < longest {
+			top = append(top, fmt.Sprintf("%s %s", strings.TrimPrefix(s.pkg, trim), seconds(s.end-s.start)))
+		}
+		total += s.cpu
 	}
-	return fmt.Sprintf("testbin: the tests ran %s and ended with %s (ran %s from %s); the longest: %s\n",
+	for _, s := range byCPU[:min(longest, len(byCPU))] {
+		hungry = append(hungry, fmt.Sprintf("%s %s", strings.TrimPrefix(s.pkg, trim), seconds(s.cpu)))
+	}
+	return fmt.Sprintf("testbin: the tests ran %s and ended with %s (ran %s from %s); the longest: %s\n"+
+		"testbin: the tests took %s of CPU with their control planes; the most: %s\n",
 		seconds(last.end), strings.TrimPrefix(last.pkg, trim), seconds(last.end-last.start), seconds(last.start),
-		strings.Join(top, ", "))
+		strings.Join(top, ", "), seconds(total), strings.Join(hungry, ", "))
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.0f s", d.Seconds()) }
@@ -345,18 +360,19 @@ func commonDir(spans []span) string {
 var test2json string
 
 // runBinary runs one test binary through test2json in its package's directory, as go test does, with
-// args added. Unless final, the package's own pass or fail is left out: more of its tests follow.
-func runBinary(p testPackage, timeout time.Duration, out *lineWriter, final bool, args ...string) error {
+// args added, and says how much CPU it took (cpuOf). Unless final, the package's own pass or fail is
+// left out: more of its tests follow.
+func runBinary(p testPackage, timeout time.Duration, out *lineWriter, final bool, args ...string) (time.Duration, error) {
 	cmd := p.command(test2json, append([]string{"-t", "-p", p.path, p.binary,
 		"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout=" + timeout.String()}, args...)...)
 	cmd.Dir = p.dir
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return 0, err
 	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
@@ -369,7 +385,17 @@ func runBinary(p testPackage, timeout time.Duration, out *lineWriter, final bool
 	if err := sc.Err(); err != nil {
 		_, _ = io.Copy(io.Discard, stdout)
 	}
-	return cmd.Wait()
+	err = cmd.Wait()
+	return cpuOf(cmd.ProcessState), err
+}
+
+// cpuOf is the user and system CPU of a process that ended and of the descendants it waited for
+// (wait4's rusage counts both); a process a test left running to be reaped by init is not in it.
+func cpuOf(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	return ps.UserTime() + ps.SystemTime()
 }
 
 // packageResult says whether a test2json line is the package's own pass, fail or skip.

@@ -112,7 +112,10 @@ func TestGinkgoSuiteRunsOnItsProcessesAndIsReportedLikeAPlainRun(t *testing.T) {
 		t.Setenv("TESTBIN_FIXTURE_DIR", marks)
 		t.Setenv("TESTBIN_FIXTURE_FAIL", failing)
 		var buf bytes.Buffer
-		err := runGinkgo(p, suiteRun{test: "TestSuite", procs: 2}, cache, time.Minute, &lineWriter{w: &buf})
+		cpu, err := runGinkgo(p, suiteRun{test: "TestSuite", procs: 2}, cache, time.Minute, &lineWriter{w: &buf})
+		if cpu <= 0 {
+			t.Errorf("runGinkgo says its processes took %v of CPU", cpu)
+		}
 		results := map[string]string{} // test ("" for the package) -> its last pass or fail
 		for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
 			var e event
@@ -217,8 +220,10 @@ func TestTheSummaryNamesThePackageThatEndedTheRunAndTheLongest(t *testing.T) {
 		{pkg: "example.com/m/fixtures", start: 130 * time.Second, end: 145 * time.Second},
 		{pkg: "example.com/m/scripts", start: 3 * time.Second, end: 4 * time.Second},
 	}
+	spans[1].cpu, spans[2].cpu, spans[0].cpu = 70*time.Second, 40*time.Second, 20*time.Second
 	want := "testbin: the tests ran 145 s and ended with fixtures (ran 15 s from 130 s); the longest: " +
-		"e2e/cleanup 140 s, pkg/operandcleanup 118 s\n"
+		"e2e/cleanup 140 s, pkg/operandcleanup 118 s\n" +
+		"testbin: the tests took 130 s of CPU with their control planes; the most: pkg/operandcleanup 70 s, fixtures 40 s\n"
 	if got := critical(spans, 2); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -227,6 +232,26 @@ func TestTheSummaryNamesThePackageThatEndedTheRunAndTheLongest(t *testing.T) {
 	}
 	if got := critical(nil, 3); got != "" {
 		t.Errorf("no package ran: %q, want nothing", got)
+	}
+}
+
+// A package's CPU includes the processes its test binary started and waited for (its control planes):
+// a shell that only waits for a spinning child shell took about what the child took.
+func TestCPUOfCountsTheDescendantsAProcessWaitedFor(t *testing.T) {
+	const spin = `i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done`
+	cpu := func(script string) time.Duration {
+		cmd := exec.Command("sh", "-c", script)
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		return cpuOf(cmd.ProcessState)
+	}
+	alone, waited := cpu(spin), cpu("sh -c '"+strings.ReplaceAll(spin, "'", "")+"'; true")
+	if alone <= 0 || waited < alone/2 {
+		t.Errorf("the spinning shell took %v alone; waited for by another shell, cpuOf says %v", alone, waited)
+	}
+	if cpuOf(nil) != 0 {
+		t.Error("a process that did not start took no CPU")
 	}
 }
 
