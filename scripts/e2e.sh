@@ -161,9 +161,12 @@ else
   if [ "$PROVIDER" = kind ]; then # globbed now that they are written (none: junitsum fails, naming it)
     reports+=("$ARTIFACTS"/junit-example-*.xml)
   fi
+  # Alone, one suite on $procs processes left the 2 cores about half idle (e2e/cvo, 2026-11-26): the
+  # last suites run on E2E_LAST_PROCS (default 4) processes.
   for name in $last; do
     [ -d "e2e/$name" ] || continue
-    step "e2e suite $name (after the others: it has the cluster alone)" ginkgo_run "junit-e2e-$name.xml" "${suite_binary[$name]:-./e2e/$name}" || rc=1
+    procs=${E2E_LAST_PROCS:-4} step "e2e suite $name (after the others: it has the cluster alone)" \
+      ginkgo_run "junit-e2e-$name.xml" "${suite_binary[$name]:-./e2e/$name}" || rc=1
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done
 fi

@@ -31,6 +31,33 @@ func TestPollKeepsTheCauseSeenBeforeTheDeadline(t *testing.T) {
 	}
 }
 
+// Explain's reads happen once, after the wait failed, on a context that has not ended, and its word
+// follows the check's.
+func TestPollExplainsOnceWhenTheWaitFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	explained := 0
+	err := Poll(ctx, time.Minute, func() (bool, string) { return false, "CSV wants phase Succeeded" },
+		Explain(func(ctx context.Context) string {
+			explained++
+			if ctx.Err() != nil {
+				return "explained on an ended context: " + ctx.Err().Error()
+			}
+			return "operator: deployment not available"
+		}))
+	if err == nil || !strings.HasSuffix(err.Error(), "CSV wants phase Succeeded; operator: deployment not available") {
+		t.Fatalf("want the check's word, then the explanation, got %v", err)
+	}
+	if explained != 1 {
+		t.Fatalf("explained %d times, want once (after the wait failed)", explained)
+	}
+	n := 0
+	if err := Poll(context.Background(), time.Minute, func() (bool, string) { n++; return n == 2, "not yet" },
+		Explain(func(context.Context) string { t.Error("explained a wait that succeeded"); return "" })); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPollSaysTheLastCauseOnTimeout(t *testing.T) {
 	n := 0
 	err := Poll(context.Background(), 600*time.Millisecond, func() (bool, string) {

@@ -215,8 +215,8 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 		if csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded {
 			return true, ""
 		}
-		return false, fmt.Sprintf("CSV %s wants phase Succeeded: %s; %s", key, DescribeCSV(csv), DescribeOperator(ctx, c, csv))
-	})
+		return false, fmt.Sprintf("CSV %s wants phase Succeeded: %s", key, DescribeCSV(csv))
+	}, explainOperator(c, csv))
 	if err != nil {
 		return nil, err
 	}

@@ -131,8 +131,8 @@ func nudge(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterS
 }
 
 // poll is kube.Poll: OLM's waits share its interval and its timeout wording.
-func poll(ctx context.Context, timeout time.Duration, check func() (bool, string)) error {
-	return kube.Poll(ctx, timeout, check)
+func poll(ctx context.Context, timeout time.Duration, check func() (bool, string), opts ...kube.PollOption) error {
+	return kube.Poll(ctx, timeout, check, opts...)
 }
 
 // isGone reports whether err says the object does not exist.

@@ -9,6 +9,8 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
 // WaitForCSVPhase waits until the CSV reaches phase. On timeout the error names the CSV, its phase,
@@ -22,12 +24,23 @@ func WaitForCSVPhase(ctx context.Context, c client.Client, key types.NamespacedN
 		if csv.Status.Phase == phase {
 			return true, ""
 		}
-		return false, fmt.Sprintf("CSV %s wants phase %s: %s; operator: %s", key, phase, DescribeCSV(csv), DescribeOperator(ctx, c, csv))
-	})
+		return false, fmt.Sprintf("CSV %s wants phase %s: %s", key, phase, DescribeCSV(csv))
+	}, explainOperator(c, csv))
 	if err != nil {
 		return nil, err
 	}
 	return csv, nil
+}
+
+// explainOperator says how the operator of csv (the last one read) is doing, once a wait has failed;
+// nothing when the CSV was never read.
+func explainOperator(c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion) kube.PollOption {
+	return kube.Explain(func(ctx context.Context) string {
+		if csv.Name == "" {
+			return ""
+		}
+		return "operator: " + DescribeOperator(ctx, c, csv)
+	})
 }
 
 // WaitForCSVGone waits until the CSV no longer exists.

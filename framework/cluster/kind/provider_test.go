@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,7 @@ func TestCluster(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = kindcluster.NewProvider().Delete(name, "") })
 	runPod(ctx, t, p)
+	controlPlaneRunsWithGOGC(ctx, t, p)
 	if err := p.CollectArtifacts(ctx, filepath.Join(t.TempDir(), "artifacts")); err != nil {
 		t.Errorf("CollectArtifacts: %v", err)
 	}
@@ -129,6 +131,24 @@ func TestCluster(t *testing.T) {
 	for _, n := range names {
 		if n == name {
 			t.Fatalf("cluster %s still exists after Stop", name)
+		}
+	}
+}
+
+// controlPlaneRunsWithGOGC checks that kubeadm applied controlPlanePatches: the static pods of the
+// API server, etcd and the controller manager set GOGC=400.
+func controlPlaneRunsWithGOGC(ctx context.Context, t *testing.T, p *Provider) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(p.RESTConfig())
+	for _, component := range []string{"kube-apiserver", "etcd", "kube-controller-manager"} {
+		pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "component=" + component})
+		if err != nil || len(pods.Items) != 1 {
+			t.Errorf("the static pod of %s: %v (%d found)", component, err, len(pods.Items))
+			continue
+		}
+		env := pods.Items[0].Spec.Containers[0].Env
+		if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == "GOGC" && e.Value == "400" }) {
+			t.Errorf("%s runs without GOGC=400 (controlPlanePatches not applied by kubeadm): env %v", component, env)
 		}
 	}
 }
