@@ -51,7 +51,7 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool, own ...string) (
 		return nil, err
 	}
 	defer unlockFile(lock)
-	opts := []kind.Option{kind.WithName(name), kind.WithLogger(log)}
+	opts := []kind.Option{kind.WithName(name), kind.WithLogger(log), kind.WithImages(append(images, own...)...)}
 	if keep {
 		opts = append(opts, kind.WithKeepCluster(true))
 	}
@@ -62,9 +62,6 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool, own ...string) (
 	}
 	fail := func(err error) (*kind.Provider, error) {
 		return nil, fmt.Errorf("%w (cluster %s left running for inspection; delete it with `docker rm -f -v %s-control-plane`)", err, name, name)
-	}
-	if err := p.LoadImages(ctx, append(images, own...)...); err != nil {
-		return fail(err)
 	}
 	// One policy for every local image: the framework's prefixes and the caller's own images.
 	if err := p.EnsureLocalImages(ctx, append(append([]string{}, LocalImagePrefixes...), own...)...); err != nil {

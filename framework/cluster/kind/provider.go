@@ -89,7 +89,8 @@ type Provider struct {
 
 // New creates the named cluster, or reuses it when one of that name exists, runs the wanted node image
 // and is healthy; an unhealthy or outdated one is deleted and recreated (with a message saying why).
-// It returns once the cluster is usable: node Ready, CoreDNS available, default ServiceAccount present.
+// It returns once the cluster is usable: node Ready, CoreDNS available, default ServiceAccount present,
+// and the images of WithImages are loaded.
 func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	o := defaults()
 	for _, opt := range opts {
@@ -145,7 +146,10 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 			return nil, err
 		}
 	}
-	if err := p.step("wait for the cluster to be usable", func() error { return p.waitUsable(ctx, o.readyTimeout) }); err != nil {
+	load := make(chan error, 1)
+	go func() { load <- p.LoadImages(ctx, o.images...) }() // WithImages: beside the wait
+	waited := p.step("wait for the cluster to be usable", func() error { return p.waitUsable(ctx, o.readyTimeout) })
+	if err := errors.Join(waited, <-load); err != nil {
 		return nil, err
 	}
 	o.log.Info("provider ready", "name", o.name, "reused", reused, "kubeconfig", p.kubeconfig,

@@ -18,6 +18,7 @@ import (
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/yaml"
 )
 
@@ -86,12 +87,20 @@ func TestCluster(t *testing.T) {
 	base := []Option{WithName(name), WithLogger(testr.New(t)), WithWorkRoot(t.TempDir())}
 	opts := func(more ...Option) []Option { return append(append([]Option{}, base...), more...) }
 
-	// 1. create, keep on Stop
-	p, err := New(ctx, opts(WithoutReuse(), WithKeepCluster(true))...)
+	// 1. create with an image loaded while the cluster becomes usable, keep on Stop
+	img := smokeImage(ctx, t)
+	p, err := New(ctx, opts(WithoutReuse(), WithKeepCluster(true), WithImages(img))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kindcluster.NewProvider().Delete(name, "") })
+	nodes, err := p.kind.ListNodes(name)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("nodes of %s: %v %v", name, nodes, err)
+	}
+	if id, err := nodeutils.ImageID(nodes[0], img); err != nil || id == "" {
+		t.Fatalf("New(WithImages(%s)) returned before the image was on the node: %v", img, err)
+	}
 	runPod(ctx, t, p)
 	controlPlaneRunsWithGOGC(ctx, t, p)
 	if err := p.CollectArtifacts(ctx, filepath.Join(t.TempDir(), "artifacts")); err != nil {
@@ -153,14 +162,21 @@ func controlPlaneRunsWithGOGC(ctx context.Context, t *testing.T, p *Provider) {
 	}
 }
 
-// runPod loads a FROM-scratch image (the pause image under a test tag) and runs it with
-// imagePullPolicy Never.
-func runPod(ctx context.Context, t *testing.T, p *Provider) {
+// smokeImage is the pause image under a test tag: FROM scratch, in the host's Docker after node-image.sh.
+func smokeImage(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	img := "cleanup-e2e.local/kind-smoke:v0.0.1"
 	if out, err := exec.CommandContext(ctx, "docker", "tag", "registry.k8s.io/pause:3.10.2", img).CombinedOutput(); err != nil {
 		t.Fatalf("docker tag: %v: %s", err, out)
 	}
+	return img
+}
+
+// runPod loads a FROM-scratch image (the pause image under a test tag) and runs it with
+// imagePullPolicy Never.
+func runPod(ctx context.Context, t *testing.T, p *Provider) {
+	t.Helper()
+	img := smokeImage(ctx, t)
 	if err := p.LoadImages(ctx, img); err != nil {
 		t.Fatal(err)
 	}
