@@ -48,9 +48,10 @@ type pollOptions struct {
 	explain func(context.Context) string
 }
 
-// Explain adds explain's word (unless empty) to the timeout's error: for what takes more reads than the check needs
-// (an operator's Deployment and pods when a CSV is not Succeeded), read once when the wait has failed
-// instead of on every poll (on kind, ≈ 2,300 of 34,000 requests in two minutes of make e2e).
+// Explain adds explain's word (unless empty) to the timeout's error: for what takes more reads than
+// the check needs (an operator's Deployment and pods when a CSV is not Succeeded), read once when the
+// wait has failed instead of on every poll (on kind, ≈ 2,300 of 34,000 requests in two minutes of
+// make e2e).
 func Explain(explain func(context.Context) string) PollOption {
 	return func(o *pollOptions) { o.explain = explain }
 }

@@ -52,8 +52,9 @@ evictionHard:
 // (scripts/test.sh). make e2e is CPU-bound on 2 cores, and its API server spent ≈ 16 % of its CPU in
 // the garbage collector (a 120 s profile of a kept-cluster run); interleaved kept-cluster runs took
 // 262 and 254 s at 100, 235 and 242 s at 400 (the node's CPU 286, 316 s against 276, 276 s). The
-// heaps grow in proportion (the node has GiBs to spare); no behaviour changes. kubeadm v1beta4
-// (Kubernetes ≥ 1.31, the node images kind configures so) has extraEnvs.
+// heaps grow in proportion (the API server's ≈ 1.25 GiB; the node has GiBs to spare); no behaviour
+// changes. extraEnvs is kubeadm v1beta4's, which kind v0.33 writes for Kubernetes ≥ 1.36; an older
+// node image's kubeadm warns about the unknown field and keeps Go's default.
 var controlPlanePatches = []string{`kind: ClusterConfiguration
 apiServer:
   extraEnvs:
