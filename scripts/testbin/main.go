@@ -317,26 +317,27 @@ func critical(spans []span, longest int) string {
 		return ""
 	}
 	last := slices.MaxFunc(spans, func(a, b span) int { return cmp.Compare(a.end, b.end) })
-	byLength := slices.Clone(spans)
-	slices.SortStableFunc(byLength, func(a, b span) int { return cmp.Compare(b.end-b.start, a.end-a.start) })
 	trim := commonDir(spans)
-	byCPU := slices.Clone(spans)
-	slices.SortStableFunc(byCPU, func(a, b span) int { return cmp.Compare(b.cpu, a.cpu) })
-	var top, hungry []string
 	var total time.Duration
-	for i, s := range byLength {
-		if i < longest {
-			top = append(top, fmt.Sprintf("%s %s", strings.TrimPrefix(s.pkg, trim), seconds(s.end-s.start)))
-		}
+	for _, s := range spans {
 		total += s.cpu
-	}
-	for _, s := range byCPU[:min(longest, len(byCPU))] {
-		hungry = append(hungry, fmt.Sprintf("%s %s", strings.TrimPrefix(s.pkg, trim), seconds(s.cpu)))
 	}
 	return fmt.Sprintf("testbin: the tests ran %s and ended with %s (ran %s from %s); the longest: %s\n"+
 		"testbin: the tests took %s of CPU with their control planes; the most: %s\n",
 		seconds(last.end), strings.TrimPrefix(last.pkg, trim), seconds(last.end-last.start), seconds(last.start),
-		strings.Join(top, ", "), seconds(total), strings.Join(hungry, ", "))
+		topBy(spans, longest, trim, func(s span) time.Duration { return s.end - s.start }),
+		seconds(total), topBy(spans, longest, trim, func(s span) time.Duration { return s.cpu }))
+}
+
+// topBy names the n packages with the largest value, each with it ("e2e/cleanup 140 s, ...").
+func topBy(spans []span, n int, trim string, value func(span) time.Duration) string {
+	sorted := slices.Clone(spans)
+	slices.SortStableFunc(sorted, func(a, b span) int { return cmp.Compare(value(b), value(a)) })
+	var top []string
+	for _, s := range sorted[:min(n, len(sorted))] {
+		top = append(top, fmt.Sprintf("%s %s", strings.TrimPrefix(s.pkg, trim), seconds(value(s))))
+	}
+	return strings.Join(top, ", ")
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.0f s", d.Seconds()) }

@@ -101,7 +101,7 @@ func TestCluster(t *testing.T) {
 	if id, err := nodeutils.ImageID(nodes[0], img); err != nil || id == "" {
 		t.Fatalf("New(WithImages(%s)) returned before the image was on the node: %v", img, err)
 	}
-	runPod(ctx, t, p)
+	runPod(ctx, t, p, img)
 	controlPlaneRunsWithGOGC(ctx, t, p)
 	if err := p.CollectArtifacts(ctx, filepath.Join(t.TempDir(), "artifacts")); err != nil {
 		t.Errorf("CollectArtifacts: %v", err)
@@ -129,7 +129,7 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runPod(ctx, t, p)
+	runPod(ctx, t, p, img)
 	if err := p.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -172,11 +172,9 @@ func smokeImage(ctx context.Context, t *testing.T) string {
 	return img
 }
 
-// runPod loads a FROM-scratch image (the pause image under a test tag) and runs it with
-// imagePullPolicy Never.
-func runPod(ctx context.Context, t *testing.T, p *Provider) {
+// runPod loads img (smokeImage) and runs it with imagePullPolicy Never.
+func runPod(ctx context.Context, t *testing.T, p *Provider, img string) {
 	t.Helper()
-	img := smokeImage(ctx, t)
 	if err := p.LoadImages(ctx, img); err != nil {
 		t.Fatal(err)
 	}
