@@ -85,10 +85,12 @@ rm -rf "$ARTIFACTS/budget"          # so does the time budget
 rc=0
 ginkgo=$CACHE_DIR/bin/ginkgo
 go build -o "$ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+# The JSON report (junit's name, .json) has each spec's start and end: a run's timeline, e.g. which
+# specs ended it; JUnit keeps only durations.
 ginkgo_run() { # ginkgo_run JUNIT DIR...: the suites in DIRs, one after the other
   local junit=$1; shift
   "$ginkgo" run --procs="$procs" --randomize-all --keep-going --timeout="${E2E_TIMEOUT:-90m}" \
-    --junit-report="$junit" --output-dir="$ARTIFACTS" \
+    --junit-report="$junit" --json-report="${junit%.xml}.json" --output-dir="$ARTIFACTS" \
     ${GINKGO_LABEL_FILTER:+--label-filter="$GINKGO_LABEL_FILTER"} "$@"
 }
 export -f ginkgo_run

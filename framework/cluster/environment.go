@@ -13,8 +13,9 @@ import (
 type Environment struct {
 	Provider Provider
 	Client   client.Client
-	// APIs coordinates the specs of runs that share the cluster by the APIs they use; nil when no
-	// other run can use the cluster (envtest).
+	// APIs coordinates the specs that use the cluster at once — of a run's Ginkgo processes, and of
+	// other runs on a shared cluster — by the APIs they use (framework/testenv sets it on every
+	// provider; nil only in an Environment built by hand).
 	APIs APILocker
 }
 
@@ -27,7 +28,8 @@ type APILocker interface {
 	LockAPIs(ctx context.Context, apis []string, exclusive bool, why string) (done func(), err error)
 }
 
-// LabelAPIScoped marks a Ginkgo spec that is Serial only because of an AllNamespaces install whose
-// Installation locks the operator's APIs exclusively (specs.OperandCleanupSpec's cases): on a shared
-// cluster it runs beside other runs' specs instead of having the cluster alone.
+// LabelAPIScoped marks a Ginkgo spec with an AllNamespaces install, whose Installation holds the
+// operator's APIs exclusively (specs.ModeDecorators): it runs beside the specs that use other APIs, of
+// its run and of other runs on a shared cluster. Were it also Serial, it would still not take a shared
+// cluster alone (framework/suite).
 const LabelAPIScoped = "api-scoped"

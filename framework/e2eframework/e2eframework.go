@@ -94,8 +94,8 @@ func (c *Cluster) Alone(ctx context.Context, why string) (done func(), err error
 // OperandCleanupFeatures are the documented operand-cleanup cases for the operator in describes (the
 // cases of specs.OperandCleanupSpec), one feature each, labelled like the Ginkgo specs
 // ("operand-cleanup", the operator's name, each case's labels, its install mode). in.Environment
-// defaults to this cluster. Run them with env.Test, not env.TestInParallel, when a case runs in
-// AllNamespaces mode: its cleanup is cluster-wide.
+// defaults to this cluster. env.TestInParallel may run them side by side: a case in AllNamespaces
+// mode, whose cleanup is cluster-wide, holds its operator's APIs exclusively (cluster.APILocker).
 func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]types.Feature, error) {
 	if in.Environment == nil {
 		in.Environment = c.Environment
@@ -111,9 +111,9 @@ func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]ty
 		for _, l := range k.Labels {
 			b = b.WithLabel("case", l)
 		}
-		// An AllNamespaces case's cleanup reaches every namespace, but only the kinds its CSV owns: on a
-		// shared cluster its Installation holds those APIs exclusively (cluster.APILocker), so other
-		// runs' specs that use them wait, and the others go on.
+		// An AllNamespaces case's cleanup reaches every namespace, but only the kinds its CSV owns: its
+		// Installation holds those APIs exclusively (cluster.APILocker, on every provider), so the
+		// specs that use them wait, and the others go on.
 		out = append(out, b.Assess(k.Name, func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k.Run(ctx, specs.FromTesting(t))
 			return ctx

@@ -7,6 +7,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
 // installModeOrder is the order specs run the modes in: the first is the mode of the specs that test
@@ -44,13 +45,16 @@ func SupportedInstallModes(bundleDir string) ([]operatorsv1alpha1.InstallModeTyp
 }
 
 // ModeDecorators returns args (a spec's decorators, and its body if given: Ginkgo takes them in any
-// order) plus what every spec running in mode needs: the mode as a label and, for AllNamespaces,
-// Serial, because a global operator's cleanup removes operands in every namespace, other specs'
-// included. Every spec that installs an operator in some mode takes its decorators here.
+// order) plus the mode as a label, and for AllNamespaces cluster.LabelAPIScoped. Every spec that
+// installs an operator in some mode takes its decorators here. An AllNamespaces spec is not Serial: a
+// global operator's cleanup removes operands in every namespace, other specs' included, but only of
+// the kinds its CSV owns, so its Installation holds those APIs exclusively (Environment.APIs, on every
+// provider) and the specs using them wait, while the others go on; as Serial it ran alone at the end
+// of its suite, one process working and the others idle.
 func ModeDecorators(mode operatorsv1alpha1.InstallModeType, args ...any) []any {
 	out := append(append([]any{}, args...), Label(string(mode)))
 	if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
-		out = append(out, Serial)
+		out = append(out, Label(cluster.LabelAPIScoped))
 	}
 	return out
 }

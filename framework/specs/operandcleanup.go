@@ -3,7 +3,6 @@ package specs
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -22,9 +20,9 @@ import (
 // Ginkgo container: cleanup unset, disabled (also after an opt-in), enabled in each install mode
 // (operands outside the targets untouched, and nothing else left behind: see ExpectNoLeftovers), the
 // pending-deletion listing (also past its cap), abort, and — with upgrade bundles — upgrades that never
-// clean up. Every spec makes its own namespaces, so they run in parallel and in random order; every
-// spec running in AllNamespaces mode is Serial because its cleanup is cluster-wide (ModeDecorators); on
-// a cluster other runs share, it locks its operator's APIs instead of the cluster (cluster.LabelAPIScoped).
+// clean up. Every spec makes its own namespaces, so they run in parallel and in random order; a spec
+// in AllNamespaces mode, whose cleanup reaches every namespace, holds its operator's APIs exclusively
+// meanwhile (ModeDecorators, cluster.LabelAPIScoped).
 func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 	cases, err := Cases(in)
 	if err != nil {
@@ -48,11 +46,7 @@ func CleanupEnabledSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 // its declares one Ginkgo spec per case.
 func its(cases []Case) {
 	for _, c := range cases {
-		labels := c.Labels
-		if c.Mode == operatorsv1alpha1.InstallModeTypeAllNamespaces { // Serial, but its Installation locks its APIs
-			labels = append(slices.Clone(labels), cluster.LabelAPIScoped)
-		}
-		It(c.Name, ModeDecorators(c.Mode, Label(labels...), func(ctx context.Context) { c.Run(ctx, FromGinkgo()) })...)
+		It(c.Name, ModeDecorators(c.Mode, Label(c.Labels...), func(ctx context.Context) { c.Run(ctx, FromGinkgo()) })...)
 	}
 }
 
@@ -61,9 +55,8 @@ func its(cases []Case) {
 type Case struct {
 	// Name says what the case checks, e.g. "keeps every operand when spec.cleanup is unset".
 	Name string
-	// Mode is the install mode it runs in; a front end running cases side by side must run those in
-	// AllNamespaces one at a time (their cleanup is cluster-wide; across runs on a shared cluster their
-	// Installation locks the APIs they use exclusively).
+	// Mode is the install mode it runs in. Cases in AllNamespaces (their cleanup is cluster-wide) may
+	// run beside others: their Installation holds the APIs they use exclusively (Environment.APIs).
 	Mode operatorsv1alpha1.InstallModeType
 	// Labels name the case for filters (e.g. "cleanup-unset").
 	Labels []string

@@ -104,11 +104,11 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 		}
 	}, decorators...)
 	ginkgo.SynchronizedAfterSuite(func(ctx context.Context) { stop(ctx, own) }, func(ctx context.Context) { stop(ctx, primary) })
-	// A Serial spec acts on the whole cluster (stopping OLM, an AllNamespaces cleanup): Ginkgo keeps this
-	// run's other specs away from it, and on a shared cluster the run holds the cluster alone meanwhile,
-	// so other runs' specs stay away too (Ginkgo runs Serial specs in process 1, which holds the run).
-	// A spec Serial only for its AllNamespaces install (cluster.LabelAPIScoped) locks its operator's APIs
-	// exclusively instead (specs.Installation), and runs beside other runs' specs.
+	// A Serial spec acts on the whole cluster (e.g. stopping OLM): Ginkgo keeps this run's other specs
+	// away from it, and on a shared cluster the run holds the cluster alone meanwhile, so other runs'
+	// specs stay away too (Ginkgo runs Serial specs in process 1, which holds the run). An AllNamespaces
+	// install only holds its operator's APIs exclusively (cluster.LabelAPIScoped, specs.Installation),
+	// even in a spec also marked Serial.
 	ginkgo.BeforeEach(func(ctx context.Context) {
 		report := ginkgo.CurrentSpecReport()
 		if env := primary; env != nil && report.IsSerial && !(env.APIs != nil && slices.Contains(report.Labels(), cluster.LabelAPIScoped)) {

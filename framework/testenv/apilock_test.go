@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
 // Each apiLocker made here plays one process (its own apiLocks: a flock conflicts between open files).
@@ -183,4 +186,49 @@ func TestAPILocksRandomizedKeepTheInvariant(t *testing.T) {
 			}
 		})
 	}
+}
+
+// workDirProvider is an envtest-like provider: only its work directory matters here.
+type workDirProvider struct {
+	cluster.Provider
+	dir string
+}
+
+func (p workDirProvider) WorkDir() string        { return p.dir }
+func (p workDirProvider) Kind() string           { return "envtest" }
+func (p workDirProvider) Name() string           { return "cleanup" }
+func (p workDirProvider) KubeconfigPath() string { return filepath.Join(p.dir, "kubeconfig") }
+
+// An envtest cluster is no shared cluster, but the Ginkgo processes of its run share it (framework/suite):
+// its API locks are in its work directory, and a process that Connects takes the same ones, so an
+// AllNamespaces case of one process waits for the specs of another that use its APIs.
+func TestTheProcessesOfARunOnEnvtestTakeTheSameAPILocks(t *testing.T) {
+	dir := t.TempDir()
+	path := apiLocksPath(nil, workDirProvider{dir: dir})
+	if path != filepath.Join(dir, "run.lock") {
+		t.Fatalf("API locks of an envtest cluster at %q, want them in its work directory %s", path, dir)
+	}
+	if apiLocksPath(nil, workDirProvider{}) != "" || (Shared{}).APILocker(logr.Discard()) != nil {
+		t.Error("a cluster without a work directory or lock path must have no API locks, not locks in the current directory")
+	}
+	env := &Env{Environment: cluster.Environment{Provider: workDirProvider{dir: dir}}, apiLocks: path}
+	b, err := json.Marshal(env.Share())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var connected Shared
+	if err := json.Unmarshal(b, &connected); err != nil {
+		t.Fatal(err)
+	}
+	first := newAPILocker(path, logr.Discard())
+	other, ok := connected.APILocker(logr.Discard()).(*apiLocker)
+	if !ok || other == nil {
+		t.Fatalf("a process that Connects (%s) has no API locks", b)
+	}
+	global := mustLockAPIs(t, first, true, "widget.fixtures.io")
+	wait := blocked(t, "a spec of another process using the API held exclusively", func() {
+		mustLockAPIs(t, other, false, "widget.fixtures.io")()
+	})
+	global()
+	wait()
 }

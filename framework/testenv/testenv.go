@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -73,6 +74,8 @@ type Env struct {
 	Stack *stack.Stack
 	// hold is the run's hold on a shared cluster (runlock.go); nil on envtest.
 	hold *runHold
+	// apiLocks is the path Environment.APIs locks next to (apiLocksPath), for the run's other processes.
+	apiLocks string
 }
 
 // Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
@@ -111,10 +114,23 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("ensure the stack on provider %s: %w", p.Name(), err), p.Stop(context.WithoutCancel(ctx)))
 	}
-	if hold != nil {
-		env.APIs = newAPILocker(hold.p.path, in.Log)
+	locks := apiLocksPath(hold, p)
+	if locks != "" {
+		env.APIs = newAPILocker(locks, in.Log)
 	}
-	return &Env{Environment: env, Stack: s, hold: hold}, nil
+	return &Env{Environment: env, Stack: s, hold: hold, apiLocks: locks}, nil
+}
+
+// apiLocksPath is where the cluster's API locks are (apilock.go): next to the run lock on a shared
+// cluster, in the work directory of an envtest cluster, which the Ginkgo processes of its run share.
+func apiLocksPath(hold *runHold, p cluster.Provider) string {
+	if hold != nil {
+		return hold.p.path
+	}
+	if w, ok := p.(interface{ WorkDir() string }); ok && w.WorkDir() != "" {
+		return filepath.Join(w.WorkDir(), "run.lock")
+	}
+	return ""
 }
 
 // ensureStack ensures the stack. On a shared cluster runs ensure one at a time (each probes OLM in the
@@ -228,8 +244,9 @@ func NewProvider(ctx context.Context, in Input) (cluster.Provider, error) {
 // kind and name, for envtest the kubeconfig it wrote, and on a shared cluster the run lock's path.
 type Shared struct {
 	Kind, Name, Kubeconfig string
-	// RunLock is the run lock's path when other runs share the cluster: the API locks are next to it.
-	RunLock string `json:",omitempty"`
+	// APILocks is the path the cluster's API locks are next to (apiLocksPath): the run's other
+	// processes take the same ones.
+	APILocks string `json:",omitempty"`
 }
 
 // SharedOf describes p for Connect.
@@ -238,21 +255,20 @@ func SharedOf(p cluster.Provider) Shared {
 }
 
 // Share describes the run's cluster for Connect in another process of the run (a Ginkgo process),
-// with the run lock's path so that its specs take the same API locks (APILocker).
+// with the API locks' path so that its specs take the same API locks (APILocker).
 func (e *Env) Share() Shared {
 	s := SharedOf(e.Provider)
-	if e.hold != nil {
-		s.RunLock = e.hold.p.path
-	}
+	s.APILocks = e.apiLocks
 	return s
 }
 
-// APILocker is the cluster's API locks (cluster.APILocker) when other runs share it, else nil.
+// APILocker is the cluster's API locks (cluster.APILocker); nil when s names none (a cluster not
+// started by Start).
 func (s Shared) APILocker(log logr.Logger) cluster.APILocker {
-	if s.RunLock == "" {
+	if s.APILocks == "" {
 		return nil
 	}
-	return newAPILocker(s.RunLock, log)
+	return newAPILocker(s.APILocks, log)
 }
 
 // Connect attaches to a cluster another process started (s from SharedOf there): it installs nothing
