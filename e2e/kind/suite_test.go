@@ -35,11 +35,14 @@ var runsPods = testenv.Input{}.LoadsImages() || (testenv.Input{}.RunsPods() && o
 var (
 	provider cluster.Provider
 	k8s      client.Client
+	apis     cluster.APILocker
 )
 
 var _ = runsPods && suite.SynchronizedProvider(testenv.Input{
 	Name:    "kind",
 	Stack:   stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},
 	Schemes: []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme},
-}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { provider, k8s = env.Provider, env.Client }},
+}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) {
+	provider, k8s, apis = env.Provider, env.Client, env.APIs
+}},
 	NodeTimeout(10*time.Minute))

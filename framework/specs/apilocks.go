@@ -30,28 +30,48 @@ func (r *Installation) lockAPIs(ctx context.Context, mode operatorsv1alpha1.Inst
 	r.t.Cleanup(func(context.Context) { done() })
 }
 
-// usedAPIs are the kinds (kind.group, lower case) the CSVs of in own and the kinds of its samples:
-// what an AllNamespaces cleanup of this operator deletes, and what another's could delete of this
-// spec's. Built-in kinds of the core group are left out: no CSV owns them.
+// usedAPIs are the kinds (kind.group, lower case) the CSVs of in own or require (APIsOf) and the
+// kinds of its samples: what an AllNamespaces cleanup of this operator deletes, and what another's
+// could delete of this spec's. Held exclusively in AllNamespaces mode, required kinds included: more
+// than the cleanup needs, but one LockAPIs call per spec is what keeps two specs from waiting for each
+// other. Built-in kinds of the core group are left out: no CSV owns them.
 func usedAPIs(in OperandCleanupSpecInput) ([]string, error) {
-	var apis []string
-	for _, dir := range append([]string{in.BundleDir}, in.UpgradeBundleDirs...) {
-		b, err := bundles.Load(dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, crd := range b.CSV.Spec.CustomResourceDefinitions.Owned {
-			_, group, ok := strings.Cut(crd.Name, ".")
-			if !ok || crd.Kind == "" {
-				return nil, fmt.Errorf("bundle %s: CSV %s: spec.customresourcedefinitions.owned entry %q (kind %q): "+
-					"want name <plural>.<group> and a kind", dir, b.CSV.Name, crd.Name, crd.Kind)
-			}
-			apis = append(apis, strings.ToLower(crd.Kind)+"."+group)
-		}
+	apis, err := APIsOf(append([]string{in.BundleDir}, in.UpgradeBundleDirs...)...)
+	if err != nil {
+		return nil, err
 	}
 	for _, s := range in.Samples("api-lock-probe") {
 		if gvk := s.GroupVersionKind(); gvk.Group != "" {
 			apis = append(apis, strings.ToLower(gvk.Kind)+"."+gvk.Group)
+		}
+	}
+	slices.Sort(apis)
+	return slices.Compact(apis), nil
+}
+
+// APIsOf are the kinds (kind.group, lower case) the CSVs of these bundles own or require, sorted: the
+// APIs a spec that installs the operator without an Installation (from a catalog, say) holds with
+// Environment.APIs.LockAPIs, so that no AllNamespaces cleanup deletes its objects meanwhile. Required
+// kinds count: an operator makes objects of the kinds it requires (gizmo-operator a Widget per Gizmo),
+// and an AllNamespaces cleanup of the operator owning them deletes them too (a flake hunt caught
+// e2e/cleanup's gizmo spec losing its Widgets so, 2026-11-26).
+func APIsOf(bundleDirs ...string) ([]string, error) {
+	var apis []string
+	for _, dir := range bundleDirs {
+		b, err := bundles.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		crds := b.CSV.Spec.CustomResourceDefinitions
+		for field, descs := range map[string][]operatorsv1alpha1.CRDDescription{"owned": crds.Owned, "required": crds.Required} {
+			for _, crd := range descs {
+				_, group, ok := strings.Cut(crd.Name, ".")
+				if !ok || crd.Kind == "" {
+					return nil, fmt.Errorf("bundle %s: CSV %s: spec.customresourcedefinitions.%s entry %q (kind %q): "+
+						"want name <plural>.<group> and a kind", dir, b.CSV.Name, field, crd.Name, crd.Kind)
+				}
+				apis = append(apis, strings.ToLower(crd.Kind)+"."+group)
+			}
 		}
 	}
 	slices.Sort(apis)

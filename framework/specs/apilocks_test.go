@@ -17,9 +17,10 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
-// The APIs a case locks are the kinds its CSVs own (what an AllNamespaces cleanup of it deletes) and
-// its samples' kinds (what another operator's could delete), without the core group's.
-func TestUsedAPIsAreTheOwnedKindsAndTheSamplesKinds(t *testing.T) {
+// The APIs a case locks are the kinds its CSVs own (what an AllNamespaces cleanup of it deletes), the
+// kinds they require and its samples' kinds (what another operator's could delete), without the core
+// group's.
+func TestUsedAPIsAreTheOwnedAndRequiredKindsAndTheSamplesKinds(t *testing.T) {
 	sample := func(apiVersion, kind string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(apiVersion)
@@ -43,6 +44,11 @@ func TestUsedAPIsAreTheOwnedKindsAndTheSamplesKinds(t *testing.T) {
 		if !strings.Contains(a, ".") || a != strings.ToLower(a) || strings.HasPrefix(a, "configmap") {
 			t.Errorf("used API %q: want kind.group in lower case, no core kinds", a)
 		}
+	}
+	// gizmo-operator makes a Widget per Gizmo: widget-operator's AllNamespaces cleanup would delete it.
+	gizmos := OperandCleanupSpecInput{BundleDir: bundles.Dir("gizmo-operator", "v0.1.0"), Samples: func(string) []*unstructured.Unstructured { return nil }}
+	if got, err := usedAPIs(gizmos); err != nil || !slices.Equal(got, []string{"gizmo.fixtures.cleanup-e2e.io", "widget.fixtures.cleanup-e2e.io"}) {
+		t.Errorf("gizmo-operator's used APIs %v (%v), want the Gizmo it owns and the Widget it requires", got, err)
 	}
 }
 
