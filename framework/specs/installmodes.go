@@ -48,9 +48,9 @@ func SupportedInstallModes(bundleDir string) ([]operatorsv1alpha1.InstallModeTyp
 // order) plus the mode as a label, and for AllNamespaces cluster.LabelAPIScoped. Every spec that
 // installs an operator in some mode takes its decorators here. An AllNamespaces spec is not Serial: a
 // global operator's cleanup removes operands in every namespace, other specs' included, but only of
-// the kinds its CSV owns, so its Installation holds those APIs exclusively (Environment.APIs, on every
-// provider) and the specs using them wait, while the others go on; as Serial it ran alone at the end
-// of its suite, one process working and the others idle.
+// the kinds its CSV owns, so its Installation holds those APIs (and those it requires) exclusively
+// (Environment.APIs, on every provider) and the specs using them wait, while the others go on; as
+// Serial it ran alone at the end of its suite, one process working and the others idle.
 func ModeDecorators(mode operatorsv1alpha1.InstallModeType, args ...any) []any {
 	out := append(append([]any{}, args...), Label(string(mode)))
 	if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {

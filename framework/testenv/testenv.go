@@ -241,7 +241,7 @@ func NewProvider(ctx context.Context, in Input) (cluster.Provider, error) {
 }
 
 // Shared is what another process needs to Connect to a cluster this process started: the provider's
-// kind and name, for envtest the kubeconfig it wrote, and on a shared cluster the run lock's path.
+// kind and name, for envtest the kubeconfig it wrote, and where its API locks are.
 type Shared struct {
 	Kind, Name, Kubeconfig string
 	// APILocks is the path the cluster's API locks are next to (apiLocksPath): the run's other
