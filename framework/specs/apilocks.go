@@ -63,12 +63,15 @@ func APIsOf(bundleDirs ...string) ([]string, error) {
 			return nil, err
 		}
 		crds := b.CSV.Spec.CustomResourceDefinitions
-		for field, descs := range map[string][]operatorsv1alpha1.CRDDescription{"owned": crds.Owned, "required": crds.Required} {
-			for _, crd := range descs {
+		for _, f := range []struct {
+			field string
+			descs []operatorsv1alpha1.CRDDescription
+		}{{"owned", crds.Owned}, {"required", crds.Required}} {
+			for _, crd := range f.descs {
 				_, group, ok := strings.Cut(crd.Name, ".")
 				if !ok || crd.Kind == "" {
 					return nil, fmt.Errorf("bundle %s: CSV %s: spec.customresourcedefinitions.%s entry %q (kind %q): "+
-						"want name <plural>.<group> and a kind", dir, b.CSV.Name, field, crd.Name, crd.Kind)
+						"want name <plural>.<group> and a kind", dir, b.CSV.Name, f.field, crd.Name, crd.Kind)
 				}
 				apis = append(apis, strings.ToLower(crd.Kind)+"."+group)
 			}
