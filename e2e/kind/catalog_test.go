@@ -19,6 +19,7 @@ import (
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
@@ -36,18 +37,22 @@ var _ = runsPods && Describe("widget-operator installed from the catalog", Label
 			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		})
 
-		By("holding widget-operator's APIs: no AllNamespaces cleanup of another spec deletes this one's Widget meanwhile")
-		used, err := specs.APIsOf(bundles.Dir(widget.Name, "v0.1.0"), bundles.Dir(widget.Name, "v0.2.0"), bundles.Dir(widget.Name, "v0.3.0"))
-		Expect(err).NotTo(HaveOccurred())
-		release, err := apis.LockAPIs(ctx, used, false, CurrentSpecReport().FullText())
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(release)
-
 		By("serving bundles/catalog from a grpc CatalogSource (opm serve in the catalog image)")
 		start := time.Now()
-		_, err = olm.CreateCatalogSource(ctx, olm.CatalogSourceInput{Client: k8s, Namespace: ns, Name: "fixtures"})
+		_, err := olm.CreateCatalogSource(ctx, olm.CatalogSourceInput{Client: k8s, Namespace: ns, Name: "fixtures"})
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("catalog READY in %s\n", time.Since(start).Round(time.Millisecond))
+
+		By("holding widget-operator's APIs: no AllNamespaces cleanup of another spec deletes this one's Widget meanwhile")
+		// Taken once the catalog serves (≈ 20 s under load): serving it uses no widget API, and an AllNamespaces
+		// spec of another suite waiting for the APIs would hold every other widget spec back meanwhile.
+		used, err := specs.APIsOf(bundles.Dir(widget.Name, "v0.1.0"), bundles.Dir(widget.Name, "v0.2.0"), bundles.Dir(widget.Name, "v0.3.0"))
+		Expect(err).NotTo(HaveOccurred())
+		waited := budget.Start(CurrentSpecReport().FullText(), "api-locks", nil)
+		release, err := apis.LockAPIs(ctx, used, false, CurrentSpecReport().FullText())
+		waited()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(release)
 
 		By("subscribing with Manual approval from widget-operator.v0.1.0, opting in to cleanup")
 		start = time.Now()

@@ -1,6 +1,8 @@
 package smoke
 
 import (
+	"context"
+
 	"github.com/onsi/ginkgo/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +14,17 @@ import (
 func randSuffix() string { return utilrand.String(5) }
 
 func objMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// onRuntimeProcess is body, Serial on envtest: the spec asks the local runtime (runningIn), which runs
+// in Ginkgo process 1, where Ginkgo runs the Serial specs. On a cluster with nodes it needs neither
+// process 1 nor what Serial also means there, the shared cluster alone (testenv's run lock): as Serial,
+// the spec waited ≈ 170 s on kind for every other run's specs to end (2026-11-26).
+func onRuntimeProcess(body func(context.Context)) []any {
+	if smokeInput.ProviderName() == "envtest" {
+		return []any{ginkgo.Serial, body}
+	}
+	return []any{body}
+}
 
 // runningIn lists the operators the local runtime runs in namespace ns (none on a cluster with nodes).
 func runningIn(ns string) []types.NamespacedName {

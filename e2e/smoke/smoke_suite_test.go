@@ -52,9 +52,11 @@ var (
 	k8s      client.Client
 )
 
-var _ = suite.SynchronizedProvider(testenv.Input{
+var smokeInput = testenv.Input{
 	Name:     "smoke",
 	Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{smokeImage: smokeOperator}),
 	Stack:    stack.Components{OLM: true},
-}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { provider, k8s = env.Provider, env.Client }},
+}
+
+var _ = suite.SynchronizedProvider(smokeInput, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { provider, k8s = env.Provider, env.Client }},
 	NodeTimeout(5*60e9))

@@ -18,8 +18,7 @@ import (
 )
 
 var _ = Describe("A CSV installed directly through OLM", Label("smoke"), func() {
-	// Serial: on envtest it asks the local runtime, which runs in Ginkgo process 1 (runningIn).
-	It("succeeds with its operator running under its own ServiceAccount, and uninstalls cleanly", Serial, func(ctx context.Context) {
+	It("succeeds with its operator running under its own ServiceAccount, and uninstalls cleanly", onRuntimeProcess(func(ctx context.Context) {
 		ns := "smoke-" + randSuffix()
 		DeferCleanup(func(ctx context.Context) {
 			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: objMeta(ns)})
@@ -54,7 +53,7 @@ var _ = Describe("A CSV installed directly through OLM", Label("smoke"), func() 
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(BeTrue(), "deployment smoke-operator should be garbage-collected")
 		Eventually(func() []string { return ownedRBAC(ctx, csv) }).WithContext(ctx).WithTimeout(time.Minute).Should(BeEmpty())
 		Eventually(func() []types.NamespacedName { return runningIn(ns) }).WithTimeout(30 * time.Second).Should(BeEmpty())
-	})
+	})...)
 })
 
 // ownedRBAC lists the RBAC objects labelled as owned by the CSV, as "Kind/name".

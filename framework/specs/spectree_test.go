@@ -40,7 +40,7 @@ var installModes = []string{
 }
 
 // TestSpecTree previews the declared specs (Ginkgo's dry run, no cluster) and checks each says its
-// install mode as a label, is api-scoped exactly when that mode is AllNamespaces and is never Serial;
+// install mode as a label, is api-scoped and runs first exactly when that mode is AllNamespaces, and is never Serial;
 // with InstallModes unset, the modes are those the bundle's CSV supports.
 func TestSpecTree(t *testing.T) {
 	report := PreviewSpecs("spec library tree")
@@ -68,6 +68,10 @@ func TestSpecTree(t *testing.T) {
 		if scoped := slices.Contains(s.Labels(), cluster.LabelAPIScoped); scoped != global {
 			t.Errorf("%q runs in %s mode but labelled %s is %v: exactly the AllNamespaces cases hold their APIs exclusively",
 				s.FullText(), mode[0], cluster.LabelAPIScoped, scoped)
+		}
+		// It runs first (its exclusive hold costs least before the other runs' specs hold its APIs).
+		if first := s.SpecPriority > 0; first != global {
+			t.Errorf("%q runs in %s mode but has SpecPriority %d: exactly the AllNamespaces cases run first", s.FullText(), mode[0], s.SpecPriority)
 		}
 		container := s.ContainerHierarchyTexts[0]
 		modes[container] = append(modes[container], mode[0])
