@@ -81,7 +81,7 @@ case $PROVIDER in
 esac
 
 rm -f "$ARTIFACTS"/junit-e2e*.xml "$ARTIFACTS"/junit-example-*.xml   # the closing line must count this run only
-rm -rf "$ARTIFACTS/budget"          # so does the time budget
+rm -rf "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget # so does the time budget (the examples' too)
 rc=0
 ginkgo=$CACHE_DIR/bin/ginkgo
 go build -o "$ginkgo" github.com/onsi/ginkgo/v2/ginkgo
@@ -173,7 +173,7 @@ else
   done
 fi
 # One closing line over every suite's specs (fails too when Ginkgo crashed before writing its report).
-go run ./scripts/budget "$ARTIFACTS/budget" || true # where the seconds went (framework/budget)
+go run ./scripts/budget "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget || true # where the seconds went (framework/budget)
 log "make e2e on PROVIDER=$PROVIDER${GINKGO_LABEL_FILTER:+ (label filter: $GINKGO_LABEL_FILTER)}:"
 go run ./scripts/junitsum "${reports[@]}" || rc=1
 exit "$rc"

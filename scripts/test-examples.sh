@@ -20,6 +20,7 @@ run_example() {
   log "==> example $dir: go test ./... (PROVIDER=$PROVIDER)"
   # The example's failure artifacts go under $ARTIFACTS/examples/<name>, its JUnit next to the others'.
   junit="$ARTIFACTS/junit-example-$name.xml" example_artifacts="$ARTIFACTS/examples/$name"
+  rm -rf "$example_artifacts/budget" # the run's time budget counts this run only
   # Plain go test ./..., several test binaries at once as for its users: on a shared cluster (kind,
   # existing) the packages using it take turns (framework/testenv's run lock: each tears down its
   # stack when it ends), and those on envtest (the mutation checks) run beside them.

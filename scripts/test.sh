@@ -7,7 +7,7 @@ cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 rm -f "$ARTIFACTS"/junit-*.xml   # the closing line must count this run only
-rm -rf "$ARTIFACTS/budget"        # so does the time budget
+rm -rf "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget # so does the time budget (the examples' too)
 # and the artifacts the mutation checks' failures leave on purpose (one set per run piled up)
 rm -rf "$ARTIFACTS"/mutant_* "$ARTIFACTS/examples"
 export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
@@ -82,7 +82,7 @@ cat "$examples_log"
 suites=$(ls "$ARTIFACTS"/junit-*-suite.xml 2>/dev/null || true)
 [ -n "$suites" ] || { log "no Ginkgo suite wrote its JUnit report"; rc=1; }
 # Where the seconds went, per phase of every spec (framework/budget); never fails the run.
-go run ./scripts/budget "$ARTIFACTS/budget" || true
+go run ./scripts/budget "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget || true
 # The CPU the run took: user + sys of every process it started and waited for (the API servers, etcd
 # and OLM included, reaped by the test binaries that started them). A warm make test is CPU-bound on
 # 2 cores, and a VM's speed drifts (here the same code took 239 to 303 s of CPU within an hour), so

@@ -9,6 +9,9 @@
 //
 //	provider-ready       the provider started (once per cluster, spec "setup <name>")
 //	stack-ready          OLM, the operand-cleanup controller and CRDs ensured on it
+//	cluster-alone        a Serial spec (or e2eframework's Alone) waiting to have a shared cluster alone
+//	api-locks            waiting for the APIs the spec uses (another run's spec, or an exclusive one,
+//	                     holds them: testenv's API locks)
 //	namespaces           the spec's namespaces created
 //	snapshot             the leftovers check's "before" snapshot
 //	install              OperatorGroup, CSV Succeeded, the cleanup finalizer as opted
@@ -20,6 +23,9 @@
 //	                     cleanup finalizer without the opt-in: intervals.Quiet)
 //	leftovers-check      the "after" snapshot diffed until clean
 //	case                 the whole case, from its first step to its last
+//	last-run             a run on a shared cluster waiting to be the last one alive, to remove what it
+//	                     installed (spec "teardown <name>")
+//	teardown             removing it and stopping the provider
 //
 // scripts/budget adds install-to-uninstalled: per spec, the sum of install through csv-gone.
 //

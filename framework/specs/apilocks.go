@@ -25,7 +25,9 @@ func (r *Installation) lockAPIs(ctx context.Context, mode operatorsv1alpha1.Inst
 	apis, err := usedAPIs(r.in)
 	r.g.Expect(err).NotTo(HaveOccurred())
 	exclusive := mode == operatorsv1alpha1.InstallModeTypeAllNamespaces
+	waited := r.phase("api-locks") // another run's spec using the APIs (or, exclusive, any spec) holds them
 	done, err := locker.LockAPIs(ctx, apis, exclusive, r.t.Name())
+	waited()
 	r.g.Expect(err).NotTo(HaveOccurred(), "lock the APIs %v of %s on the shared cluster", apis, r.in.Name)
 	r.t.Cleanup(func(context.Context) { done() })
 }

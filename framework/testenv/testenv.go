@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,6 +77,8 @@ type Env struct {
 	hold *runHold
 	// apiLocks is the path Environment.APIs locks next to (apiLocksPath), for the run's other processes.
 	apiLocks string
+	// name is the run's (Input.Name): its set-up and teardown in the time budget.
+	name string
 }
 
 // Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
@@ -118,7 +121,7 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	if locks != "" {
 		env.APIs = newAPILocker(locks, in.Log)
 	}
-	return &Env{Environment: env, Stack: s, hold: hold, apiLocks: locks}, nil
+	return &Env{Environment: env, Stack: s, hold: hold, apiLocks: locks, name: in.Name}, nil
 }
 
 // apiLocksPath is where the cluster's API locks are (apilock.go): next to the run lock on a shared
@@ -178,7 +181,17 @@ func (e *Env) Stop(ctx context.Context) error {
 	deletes := ok && d.DeletesClusterOnStop()
 	teardown := e.Stack != nil && !deletes
 	removed := false
+	// On a shared cluster the time budget shows how long the run waited to be the last one alive
+	// (last-run) and how long removing took (teardown).
+	waited := func() {}
+	if e.hold != nil {
+		waited = sync.OnceFunc(budget.Start("teardown "+e.name, "last-run", nil))
+	}
 	stopAll := func() error {
+		waited()
+		if e.hold != nil {
+			defer budget.Start("teardown "+e.name, "teardown", nil)()
+		}
 		removed = true
 		var errs []error
 		if teardown {
@@ -204,6 +217,7 @@ func (e *Env) Stop(ctx context.Context) error {
 	default:
 		err = errors.Join(stopAll(), e.hold.release(ctx, "", nil))
 	}
+	waited() // when the wait ended without removing
 	if err != nil {
 		return fmt.Errorf("stop provider %s: %w", e.Provider.Name(), err)
 	}

@@ -1,9 +1,11 @@
 // Command budget prints where a run's seconds went: it reads the time budget every spec recorded
 // (framework/budget: one JSON line per phase under <dir>/*.jsonl) and prints, per phase, how many
 // specs went through it, the median, the 90th percentile and the slowest spec, then writes the same
-// as <dir>/summary.json for trend plots. It never fails a run: no budget is a line saying so.
+// as <dir>/summary.json for trend plots. It never fails a run: no budget is a line saying so. The
+// example consumers' budgets (their own artifacts directories) count too: each of their specs is named
+// after its example (the directory above its budget), since an example may run the same specs as a suite.
 //
-//	go run ./scripts/budget "$ARTIFACTS/budget"
+//	go run ./scripts/budget "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,8 +25,8 @@ import (
 )
 
 // order is the phases in the order a spec goes through them (framework/budget); others sort after.
-var order = []string{"provider-ready", "stack-ready", "namespaces", "snapshot", "install", "operands-reconciled",
-	"uninstall-requested", "operands-gone", "csv-gone", "quiet", "leftovers-check", "case", installToUninstalled}
+var order = []string{"provider-ready", "stack-ready", "cluster-alone", "api-locks", "namespaces", "snapshot", "install", "operands-reconciled",
+	"uninstall-requested", "operands-gone", "csv-gone", "quiet", "leftovers-check", "case", installToUninstalled, "last-run", "teardown"}
 
 // installToUninstalled is a derived row: per spec that installed and uninstalled an operator, the sum of
 // its install, operands-reconciled, uninstall-requested, operands-gone and csv-gone phases. It is the
@@ -46,12 +49,12 @@ type Phase struct {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: budget <dir with *.jsonl>")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: budget <dir with *.jsonl> [<an example's dir with *.jsonl>...]")
 		os.Exit(2)
 	}
 	dir := os.Args[1]
-	entries, err := read(dir)
+	entries, err := read(dir, os.Args[2:]...)
 	if err != nil {
 		fmt.Printf("time budget: %v\n", err)
 		return
@@ -63,25 +66,34 @@ func main() {
 	}
 }
 
-func read(dir string) ([]budget.Entry, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no phases recorded under %s (no spec of the spec library ran)", dir)
-	}
+// read reads the phases recorded under dir and under the examples' dirs, whose specs it names
+// "<example>: <spec>" (<example> is the directory above the budget's).
+func read(dir string, examples ...string) ([]budget.Entry, error) {
 	var out []budget.Entry
-	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			return nil, err
+	for i, d := range append([]string{dir}, examples...) {
+		prefix := ""
+		if i > 0 {
+			prefix = filepath.Base(filepath.Dir(filepath.Clean(d))) + ": "
 		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			var e budget.Entry
-			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Phase != "" {
-				out = append(out, e)
+		files, _ := filepath.Glob(filepath.Join(d, "*.jsonl"))
+		for _, f := range files {
+			fh, err := os.Open(f)
+			if err != nil {
+				return nil, err
 			}
+			sc := bufio.NewScanner(fh)
+			for sc.Scan() {
+				var e budget.Entry
+				if json.Unmarshal(sc.Bytes(), &e) == nil && e.Phase != "" {
+					e.Spec = prefix + e.Spec
+					out = append(out, e)
+				}
+			}
+			fh.Close()
 		}
-		fh.Close()
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no phases recorded under %s (no spec of the spec library ran)", strings.Join(append([]string{dir}, examples...), ", "))
 	}
 	return out, nil
 }

@@ -93,3 +93,28 @@ func TestInstallToUninstalledSumsTheLifecycleNotTheQuietWindows(t *testing.T) {
 		t.Fatalf("derived %+v: want one entry of 4 s (both installs, reconcile, uninstall, gone, CSV gone)", d)
 	}
 }
+
+func TestAnExampleBudgetNamesItsSpecsAfterTheExample(t *testing.T) {
+	root := t.TempDir()
+	main, example := filepath.Join(root, "budget"), filepath.Join(root, "examples", "operator-repo", "budget")
+	for _, d := range []string{main, example} {
+		b, _ := json.Marshal(budget.Entry{Spec: "Operand cleanup of widget-operator x", Phase: "install", Seconds: 1})
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "7.jsonl"), append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := read(main, example, filepath.Join(root, "examples", "none", "budget"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []string
+	for _, e := range entries {
+		specs = append(specs, e.Spec)
+	}
+	if want := "Operand cleanup of widget-operator x|operator-repo: Operand cleanup of widget-operator x"; strings.Join(specs, "|") != want {
+		t.Fatalf("specs %q, want %q: the suite's as recorded, the example's named after it", specs, want)
+	}
+}
