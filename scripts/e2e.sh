@@ -136,7 +136,10 @@ else
     pids+=($!) names+=("$1") logs+=("$2") starts+=("$SECONDS")
   }
   if [ "$PROVIDER" = kind ]; then
-    start_bg "example consumers" "$ARTIFACTS/examples.log" env EXAMPLES_AT_ONCE=1 bash scripts/test-examples.sh
+    # From their kept test binaries too (scripts/test-examples.sh says why), as make test runs them.
+    testbin=$CACHE_DIR/testbin/testbin
+    [ "${TEST_BINARY_CACHE:-1}" != 0 ] || testbin=
+    start_bg "example consumers" "$ARTIFACTS/examples.log" env EXAMPLES_AT_ONCE=1 EXAMPLES_TESTBIN="$testbin" bash scripts/test-examples.sh
   fi
   for dir in e2e/*/; do
     name=$(basename "$dir")

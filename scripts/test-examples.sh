@@ -17,16 +17,18 @@ run_example() {
   local dir=$1 name start junit example_artifacts
   name=$(basename "$dir")
   start=$SECONDS
-  log "==> example $dir: go test ./... (PROVIDER=$PROVIDER)"
+  log "==> example $dir: go test ./...${EXAMPLES_TESTBIN:+ (its kept test binaries: scripts/testbin)} (PROVIDER=$PROVIDER)"
   # The example's failure artifacts go under $ARTIFACTS/examples/<name>, its JUnit next to the others'.
   junit="$ARTIFACTS/junit-example-$name.xml" example_artifacts="$ARTIFACTS/examples/$name"
   rm -rf "$example_artifacts/budget" # the run's time budget counts this run only
   # Plain go test ./..., several test binaries at once as for its users: on a shared cluster (kind,
   # existing) the packages using it take turns (framework/testenv's run lock: each tears down its
   # stack when it ends), and those on envtest (the mutation checks) run beside them.
-  # EXAMPLES_TESTBIN (make test sets it to scripts/testbin) runs the same test binaries, kept between
-  # runs instead of linked again by go test each time (4 links, ≈ 11 s of CPU of a warm make test,
-  # 2026-11-26); make e2e runs them with go test, as their users do.
+  # EXAMPLES_TESTBIN (make test and make e2e set it to scripts/testbin, unless TEST_BINARY_CACHE=0)
+  # runs the test binaries go test builds, kept between runs instead of linked again each time, with
+  # the flags go test passes them; go vet, which go test would run first, is make lint's. The 4 links
+  # cost ≈ 11 s of CPU in a warm make test, and on kind 12 s of CPU and 12–14 s before memcached's
+  # first case, in a CPU-bound run (2026-11-26).
   local tests=(-- -count=1 -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...)
   if [ -n "${EXAMPLES_TESTBIN:-}" ]; then
     mkdir -p "$example_artifacts"
