@@ -105,8 +105,28 @@ func (l *ledger) waitGone(ctx context.Context, e entry) error {
 		if apierrors.IsNotFound(err) || (err == nil && u.GetUID() != e.uid) {
 			return true, ""
 		}
-		return false, fmt.Sprintf("%s is not gone yet (finalizers %v, error %v)", e, u.GetFinalizers(), err)
+		return false, fmt.Sprintf("%s is not gone yet (finalizers %v%s, error %v)", e, u.GetFinalizers(), deletionConditions(u), err)
 	})
+}
+
+// deletionConditions are the conditions by which the API server says why an object it deletes is not
+// gone yet (a CRD's Terminating: its instances; a Namespace's Namespace*: its content or finalizers),
+// as ", Type=True Reason: message" each: a wait that times out names what held the object, not only
+// that it was there.
+func deletionConditions(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var out strings.Builder
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		typ, _ := m["type"].(string)
+		if status, _ := m["status"].(string); status != "True" || (typ != "Terminating" && !strings.HasPrefix(typ, "Namespace")) {
+			continue
+		}
+		reason, _ := m["reason"].(string)
+		message, _ := m["message"].(string)
+		fmt.Fprintf(&out, ", %s=True %s: %s", typ, reason, message)
+	}
+	return out.String()
 }
 
 // blockers says which custom resources of a CRD that will not go still hold finalizers.

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -164,8 +165,10 @@ func testTeardownLeavesARecreatedObject(ctx context.Context, t *testing.T, c cli
 	}
 	must(t, c.Delete(ctx, crd.DeepCopy()))
 	must(t, kube.Poll(ctx, 30*time.Second, func() (bool, string) {
-		err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
-		return apierrors.IsNotFound(err), "CRD still there"
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, u)
+		return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (finalizers %v%s, error %v)", crd.Name, u.GetFinalizers(), deletionConditions(u), err)
 	}))
 	must(t, kube.ApplyCRDs(ctx, c, crd.DeepCopy())) // someone else's now
 	if err := s.Teardown(ctx); err != nil {
