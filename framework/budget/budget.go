@@ -10,6 +10,7 @@
 //	provider-ready       the provider started (once per cluster, spec "setup <name>")
 //	stack-ready          OLM, the operand-cleanup controller and CRDs ensured on it
 //	cluster-alone        a Serial spec (or e2eframework's Alone) waiting to have a shared cluster alone
+//	                     (spec: why it waits, e.g. "Serial spec <name>")
 //	api-locks            waiting for the APIs the spec uses (another run's spec, or an exclusive one,
 //	                     holds them: testenv's API locks)
 //	namespaces           the spec's namespaces created

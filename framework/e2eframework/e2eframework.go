@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/pkg/types"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/internal/ginkgox"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
@@ -89,7 +88,6 @@ func (c *Cluster) Alone(ctx context.Context, why string) (done func(), err error
 	if c.env == nil {
 		return nil, fmt.Errorf("e2eframework: Alone(%q) before the cluster is set up: register Cluster.Setup with the environment's Setup", why)
 	}
-	defer budget.Start(why, "cluster-alone", nil)()
 	return c.env.Alone(ctx, why)
 }
 

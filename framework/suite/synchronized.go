@@ -8,7 +8,6 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
 )
@@ -113,9 +112,7 @@ func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool
 	ginkgo.BeforeEach(func(ctx context.Context) {
 		report := ginkgo.CurrentSpecReport()
 		if env := primary; env != nil && report.IsSerial && !(env.APIs != nil && slices.Contains(report.Labels(), cluster.LabelAPIScoped)) {
-			waited := budget.Start(report.FullText(), "cluster-alone", nil)
 			done, err := env.Alone(ctx, "Serial spec "+report.FullText())
-			waited()
 			if err != nil {
 				ginkgo.Fail(fmt.Sprintf("a Serial spec waits to have the shared cluster alone: %v", err))
 			}

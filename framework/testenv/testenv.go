@@ -171,6 +171,7 @@ func (e *Env) Alone(ctx context.Context, why string) (done func(), err error) {
 	if e.hold == nil {
 		return func() {}, nil
 	}
+	defer budget.Start(why, "cluster-alone", nil)() // the time budget shows the wait, named by why
 	return e.hold.alone(ctx, why)
 }
 
