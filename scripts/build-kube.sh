@@ -66,9 +66,8 @@ for b in $want; do
 done
 [ ${#missing[@]} -gt 0 ] || exit 0
 
-# build_all: every missing binary in one go command, so that it compiles each shared package once and
-# compiles one binary's packages while it links another (a link uses about one core of the two; one
-# after the other, each link left the other core idle).
+# build_all: every missing binary in one go command, which compiles what they share once and overlaps
+# one binary's link with the others' compiles (measured below).
 build_all() {
   local tmp="$out/.build" b pkgs=()
   # a cold run fills ≈ 10 GB of Go build cache in all; a single Kubernetes binary ≈ 3 GB
@@ -81,11 +80,12 @@ build_all() {
   for b in "${missing[@]}"; do mv -f "$tmp/$b" "$out/$b"; done
   rmdir "$tmp"
 }
-# Measured on 2 cores (2026-11-27, one binary a go command): kube-apiserver from an empty Go build
-# cache 6 min 44 s, then kube-controller-manager 1 min 57 s (most of Kubernetes compiled by then).
+# Measured on 2 cores from an empty Go build cache (2026-11-27): kube-apiserver alone 6 min 44 s, then
+# kube-controller-manager in a go command of its own 1 min 57 s; all seven in one go command 8 min 28 s
+# (one go command each: ≈ 12 min).
 if [ -z "$(ls "$out" 2>/dev/null)" ]; then
-  est="cold ≈ 7 min on 2 cores for the first, ≈ 2 min for each more"
+  est="cold ≈ 7–9 min on 2 cores"
 else
-  est="cold ≈ 2 min each on 2 cores, Kubernetes' shared packages already compiled"
+  est="cold ≈ 2 min on 2 cores, Kubernetes' shared packages already compiled"
 fi
 step "build ${missing[*]} $KUBE_VERSION ($est; seconds from a warm Go build cache)" build_all
