@@ -147,22 +147,32 @@ func (s *Stack) Created() []string { return s.ledger.created() }
 
 // Teardown removes the footprint the run created, then everything the stack created, newest first,
 // each only while it is the same object (UID), and waits until they are gone. Idempotent.
+//
+// One wait for both: each namespace takes ≥ 5 s to go (kube-controller-manager's
+// namespaceDeletionGracePeriod), so waiting for the footprint before deleting the stack's own
+// objects cost a run that owns both ≈ 5 s more as the last run alive. Nothing the stack creates
+// finalizes what the footprint holds (CRDs the bundles brought, namespaces the operators made), so
+// neither waits for the other.
 func (s *Stack) Teardown(ctx context.Context) error {
 	s.teardownOnce.Do(func() {
 		var errs []error
+		var leftovers []entry
 		if s.footprint != nil {
-			leftovers, err := footprintCreated(ctx, s.c, s.in.Footprint, s.footprint)
+			var err error
+			leftovers, err = footprintCreated(ctx, s.c, s.in.Footprint, s.footprint)
 			errs = append(errs, err)
-			if len(leftovers) > 0 {
-				errs = append(errs, s.ledger.remove(ctx, leftovers))
-				s.in.Log.Info("removed what the specs left on the cluster (created during the run)", "objects", names(leftovers))
-			}
 		}
 		s.ledger.mu.Lock()
 		created := append([]entry{}, s.ledger.entries...)
 		s.ledger.mu.Unlock()
+		// remove deletes newest first: the footprint, last in the list, goes first.
+		if all := append(append([]entry{}, created...), leftovers...); len(all) > 0 {
+			errs = append(errs, s.ledger.remove(ctx, all))
+		}
+		if len(leftovers) > 0 {
+			s.in.Log.Info("removed what the specs left on the cluster (created during the run)", "objects", names(leftovers))
+		}
 		if len(created) > 0 {
-			errs = append(errs, s.ledger.remove(ctx, created))
 			s.in.Log.Info("removed what the stack created", "objects", names(created))
 		}
 		s.teardownErr = errors.Join(errs...)
