@@ -66,20 +66,6 @@ for b in $want; do
 done
 [ ${#missing[@]} -gt 0 ] || exit 0
 
-# build_all: every missing binary in one go command, which compiles what they share once and overlaps
-# one binary's link with the others' compiles (measured below).
-build_all() {
-  local tmp="$out/.build" b pkgs=()
-  # a cold run fills ≈ 10 GB of Go build cache in all; a single Kubernetes binary ≈ 3 GB
-  require_free_space "$(go env GOCACHE)" 3 "building ${missing[*]} (Go build cache)"
-  require_free_space "$out" 1 "building ${missing[*]} (binary cache)"
-  for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-  rm -rf "$tmp" && mkdir -p "$tmp"
-  (cd "$src" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath -tags selinux,notest,grpcnotrace \
-    -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
-  for b in "${missing[@]}"; do mv -f "$tmp/$b" "$out/$b"; done
-  rmdir "$tmp"
-}
 # Measured on 2 cores from an empty Go build cache (2026-11-27): kube-apiserver alone 6 min 44 s, then
 # kube-controller-manager in a go command of its own 1 min 57 s; all seven in one go command 8 min 28 s
 # (one go command each: ≈ 12 min).
@@ -88,4 +74,5 @@ if [ -z "$(ls "$out" 2>/dev/null)" ]; then
 else
   est="cold ≈ 2 min on 2 cores, Kubernetes' shared packages already compiled"
 fi
-step "build ${missing[*]} $KUBE_VERSION ($est; seconds from a warm Go build cache)" build_all
+step "build ${missing[*]} $KUBE_VERSION ($est; seconds from a warm Go build cache)" \
+  go_wrapper_build_all "$src" "$out" -tags selinux,notest,grpcnotrace -ldflags "$ldflags" -- "${missing[@]/#/k8s.io/kubernetes/cmd/}"

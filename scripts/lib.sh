@@ -27,15 +27,35 @@ step() {
 # stamp_ok FILE CONTENT: true when FILE exists and holds CONTENT (the inputs a cached output was made from).
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 
+# go_wrapper DIR OUTDIR WHAT ARGS...: `go build ARGS` in the wrapper module DIR (a module that requires
+# the one to build), once the disk holds what building WHAT into OUTDIR needs.
+go_wrapper() {
+  local dir=$1 outdir=$2 what=$3; shift 3
+  # a cold run fills ≈ 10 GB of Go build cache in all; a single Kubernetes binary ≈ 3 GB
+  require_free_space "$(go env GOCACHE)" 3 "building $what (Go build cache)"
+  require_free_space "$outdir" 1 "building $what (binary cache)"
+  (cd "$dir" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath "$@")
+}
+
 # go_wrapper_build DIR OUT PKG [FLAGS...]: builds main package PKG (from a dependency module) in the
 # wrapper module DIR into OUT, atomically so that an interrupted build never leaves a half binary.
 go_wrapper_build() {
   local dir=$1 out=$2 pkg=$3; shift 3
-  # a cold run fills ≈ 10 GB of Go build cache in all; a single Kubernetes binary ≈ 3 GB
-  require_free_space "$(go env GOCACHE)" 3 "building $(basename "$out") (Go build cache)"
-  require_free_space "$(dirname "$out")" 1 "building $(basename "$out") (binary cache)"
-  (cd "$dir" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath "$@" -o "$out.tmp" "$pkg")
+  go_wrapper "$dir" "$(dirname "$out")" "$(basename "$out")" "$@" -o "$out.tmp" "$pkg"
   mv -f "$out.tmp" "$out"
+}
+
+# go_wrapper_build_all DIR OUTDIR [FLAGS...] -- PKG...: go_wrapper_build for several main packages in
+# one go command, which compiles what they share once and links one beside the others' compiles; each
+# binary is OUTDIR/<PKG's last path element>.
+go_wrapper_build_all() {
+  local dir=$1 outdir=$2 flags=() p tmp="$2/.build"; shift 2
+  while [ "$1" != -- ]; do flags+=("$1"); shift; done
+  shift
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  go_wrapper "$dir" "$outdir" "${*##*/}" "${flags[@]}" -o "$tmp/" "$@"
+  for p in "$@"; do mv -f "$tmp/${p##*/}" "$outdir/${p##*/}"; done
+  rmdir "$tmp"
 }
 
 # as_root CMD...: runs CMD as root: directly when we are root, else through passwordless sudo (CI

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,30 +11,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
 // Teardown deletes what the specs left (the footprint) first, then what the stack created, and only
 // then waits: a namespace takes ≥ 5 s to go on a real cluster, so a wait between the two cost a run
 // that owns both one namespace deletion more (TestTeardown checks the same removals on a control plane).
 func TestTeardownDeletesEverythingBeforeItWaits(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
 	stackNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "operand-cleanup", UID: "stack-ns"}}
 	recordsNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "records", UID: "records-ns"}}
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.x.test", UID: "widgets-crd"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "x.test"}}
 	var calls []string
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stackNS, recordsNS, crd).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(kube.MustScheme()).WithObjects(stackNS, recordsNS, crd).WithInterceptorFuncs(interceptor.Funcs{
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			calls = append(calls, "delete "+obj.GetName())
 			return c.Delete(ctx, obj, opts...)
@@ -67,13 +62,8 @@ func TestTeardownDeletesEverythingBeforeItWaits(t *testing.T) {
 		}
 	}
 	want := []string{"delete records", "delete widgets.x.test", "delete operand-cleanup"}
-	if len(deletes) != len(want) {
-		t.Fatalf("deletes %q, want %q", deletes, want)
-	}
-	for i := range want {
-		if deletes[i] != want[i] {
-			t.Fatalf("deletes %q, want %q (the footprint first, newest first, then the stack's)", deletes, want)
-		}
+	if !slices.Equal(deletes, want) {
+		t.Fatalf("deletes %q, want %q (the footprint first, newest first, then the stack's)", deletes, want)
 	}
 	for _, name := range []string{"operand-cleanup", "records"} {
 		if err := c.Get(context.Background(), types.NamespacedName{Name: name}, &corev1.Namespace{}); err == nil {
