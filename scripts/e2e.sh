@@ -4,7 +4,8 @@
 # JUnit and per-spec failure artifacts under $ARTIFACTS.
 #
 # PROVIDER unset: kind when Docker can run it here (scripts/kind/docker.sh succeeds), else envtest, saying
-# why. PROVIDER=kind builds what is missing (Docker, node image, images: scripts/kind/, scripts/images.sh),
+# why. PROVIDER=kind builds what is missing (Docker, node image, images: scripts/kind/, scripts/images.sh;
+# meanwhile the run's Go programs in the background: scripts/e2e-prebuild.sh),
 # creates or reuses the cluster $CLEANUP_E2E_KIND_CLUSTER (or KIND_CLUSTER_NAME; OLM installed, images loaded), runs the suites on it
 # (all Ginkgo processes of all suites share it), exports the node's logs to $ARTIFACTS/kind-logs, and
 # deletes the cluster at the end, also on failure or Ctrl-C, unless KEEP_CLUSTER=1 (or CLEANUP_E2E_KEEP_CLUSTER=1).
@@ -52,12 +53,23 @@ case $PROVIDER in
     cluster=${CLEANUP_E2E_KIND_CLUSTER:-${KIND_CLUSTER_NAME:-cleanup-e2e}}
     keep=${CLEANUP_E2E_KEEP_CLUSTER:-${KEEP_CLUSTER:-0}}
     export CLEANUP_E2E_KIND_CLUSTER=$cluster
+    # The Go programs of the run build meanwhile, in their own process group (stopped on exit).
+    trap stop_background_runs EXIT
+    trap 'log "interrupted"; exit 130' INT TERM
+    prebuilt=$ARTIFACTS/prebuild.out
+    log "==> Go programs of the run, in the background (scripts/e2e-prebuild.sh; output: $ARTIFACTS/prebuild.log)"
+    setsid bash scripts/e2e-prebuild.sh >"$prebuilt" 2>"$ARTIFACTS/prebuild.log" &
+    prebuild_pid=$!
     [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
     step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh
     step "images (scripts/images.sh)" bash scripts/images.sh
-    # The helper is built once so that the EXIT trap does not compile under Ctrl-C.
-    helper=$CACHE_DIR/bin/kind-cluster
-    step "build scripts/kind/cluster" go build -o "$helper" ./scripts/kind/cluster
+    prebuild_wait=$SECONDS
+    prebuild_rc=0
+    wait "$prebuild_pid" || prebuild_rc=$?
+    sed 's/^/    /' "$ARTIFACTS/prebuild.log" >&2
+    [ "$prebuild_rc" = 0 ] || die "scripts/e2e-prebuild.sh failed (rc=$prebuild_rc, its output above)"
+    log "<== Go programs of the run ready (waited $((SECONDS - prebuild_wait))s for them after the images)"
+    helper=$BIN_DIR/kind-cluster
     finish() {
       local rc=$?
       trap - EXIT INT TERM
@@ -83,8 +95,13 @@ esac
 rm -f "$ARTIFACTS"/junit-e2e*.xml "$ARTIFACTS"/junit-example-*.xml   # the closing line must count this run only
 rm -rf "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget # so does the time budget (the examples' too)
 rc=0
-ginkgo=$CACHE_DIR/bin/ginkgo
-go build -o "$ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+ginkgo=$BIN_DIR/ginkgo
+if [ "$PROVIDER" = envtest ]; then
+  go build -o "$ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+elif [ -z "${prebuilt:-}" ]; then # an existing cluster: built now (kind's were built beside its images)
+  prebuilt=$ARTIFACTS/prebuild.out
+  bash scripts/e2e-prebuild.sh >"$prebuilt"
+fi
 # The JSON report (junit's name, .json) has each spec's start and end: a run's timeline, e.g. which
 # specs ended it; JUnit keeps only durations.
 ginkgo_run() { # ginkgo_run JUNIT DIR...: the suites in DIRs, one after the other
@@ -109,21 +126,17 @@ else
   # would keep every other run from starting. Each one's output goes to a file, printed when it ends.
   last=" ${E2E_LAST:-cvo} "
   pids=() names=() logs=() starts=() reports=()
-  # The suites run from their kept test binaries (scripts/testbin's cache, shared with make test): ginkgo
-  # linked each again on every run (≈ 4 s of CPU a suite, in a run that is CPU-bound). A link named
-  # <suite>.test in the suite's directory makes ginkgo run it as a precompiled suite, from there.
-  # When that fails, ginkgo compiles the suite as before.
+  # The suites run from their kept test binaries (scripts/testbin's cache, shared with make test, linked
+  # by scripts/e2e-prebuild.sh): ginkgo linked each again on every run (≈ 4 s of CPU a suite, in a run
+  # that is CPU-bound). A link named <suite>.test in the suite's directory makes ginkgo run it as a
+  # precompiled suite, from there. A suite not listed (they could not be linked) ginkgo compiles.
   declare -A suite_binary=()
-  go build -o "$CACHE_DIR/testbin/testbin" ./scripts/testbin
-  if kept=$("$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -link-only ./e2e/...); then
-    while read -r dir bin; do
-      name=$(basename "$dir")
-      ln -sfn "$bin" "$dir/$name.test"
-      suite_binary[$name]="./e2e/$name/$name.test"
-    done <<<"$kept"
-  else
-    log "the suites' kept test binaries could not be linked (above): ginkgo compiles each suite"
-  fi
+  while read -r dir bin; do
+    [ -n "$dir" ] || continue
+    name=$(basename "$dir")
+    ln -sfn "$bin" "$dir/$name.test"
+    suite_binary[$name]="./e2e/$name/$name.test"
+  done <"$prebuilt"
   if [ "$PROVIDER" != kind ]; then # (kind's trap above stops them too)
     trap stop_background_runs EXIT
     trap 'log "interrupted"; exit 130' INT TERM

@@ -22,7 +22,9 @@ import (
 // completed, so Upgradeable is not held False forever and marking it again deletes it again. The
 // applier restarts between "Delete requested" and "Delete completed".
 var _ = Describe("An object marked, shipped again, then marked again", Label("cvo", "delete-annotation", "reshipped", "restart"), func() {
-	It("does not block upgrades forever and is deleted again, across applier restarts", func(ctx context.Context) {
+	// The suite's longest spec (two applier restarts, two deletes held by a finalizer; ≈ 14 s on kind):
+	// it starts first, so that it does not end the suite alone (e2e/cvo has the cluster to itself).
+	It("does not block upgrades forever and is deleted again, across applier restarts", SpecPriority(1), func(ctx context.Context) {
 		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "reship", applier.Options{})
 		ns := e.ID
 		const file = "0000_10_app_01_held.yaml"

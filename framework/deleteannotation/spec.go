@@ -57,7 +57,10 @@ func Spec(_ context.Context, in SpecInput) bool {
 		return e, installed, removal
 	}
 	return Describe(fmt.Sprintf("Removing %s with the delete annotation", in.Name), Label(labels...), func() {
-		It("removes the marked objects when updating to the removal release, and nothing else", Label("update"), func(ctx context.Context) {
+		// The library's longest spec when a namespace is marked: it waits for the namespace's deletion,
+		// ≥ 5 s (kube-controller-manager's namespace grace period). It starts first (SpecPriority), so
+		// that it does not end a parallel suite alone.
+		It("removes the marked objects when updating to the removal release, and nothing else", Label("update"), SpecPriority(1), func(ctx context.Context) {
 			e, installedB, removalB := start(ctx)
 			installed, removal := e.Load(installedB), e.Load(removalB)
 			var outside []*unstructured.Unstructured
