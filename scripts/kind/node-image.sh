@@ -118,7 +118,7 @@ build_base() {
 if image_exists "$BASE_IMAGE"; then log "base image $BASE_IMAGE cached"; else step "build base image $BASE_IMAGE" build_base; fi
 
 # iptables tools only, as kube-proxy's base (instead of the whole rootfs)
-ipt_hash=$( { echo "$ROOTFS_IMAGE"; sha256sum "$REPO_ROOT/images/iptables/Dockerfile"; } | sha | cut -c1-12)
+ipt_hash=$( { echo "$ROOTFS_IMAGE"; sha256sum <"$REPO_ROOT/images/iptables/Dockerfile"; } | sha | cut -c1-12) # content only: checkouts share the cache
 IPTABLES_IMAGE=$NODE_IMAGE_REPO-iptables:$ipt_hash
 build_iptables() {
   local ctx
