@@ -17,8 +17,6 @@ PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-}}
 if [ "$PROVIDER" = kind ]; then
   # Built once, so that make e2e's EXIT trap does not compile under Ctrl-C.
   step "build scripts/kind/cluster" go build -o "$BIN_DIR/kind-cluster" ./scripts/kind/cluster
-  # scripts/e2e.sh waits for it (PREBUILD_HELPER_READY, a file to create) to create the cluster early.
-  [ -z "${PREBUILD_HELPER_READY:-}" ] || touch "$PREBUILD_HELPER_READY"
 fi
 step "build the Ginkgo CLI" go build -o "$BIN_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
 testbin=$CACHE_DIR/testbin/testbin

@@ -53,25 +53,23 @@ case $PROVIDER in
     cluster=${CLEANUP_E2E_KIND_CLUSTER:-${KIND_CLUSTER_NAME:-cleanup-e2e}}
     keep=${CLEANUP_E2E_KEEP_CLUSTER:-${KEEP_CLUSTER:-0}}
     export CLEANUP_E2E_KIND_CLUSTER=$cluster
-    # The Go programs of the run build meanwhile, in their own process group (stopped on exit), the
-    # cluster helper first: once the node image is there, the helper creates the cluster while the
-    # images build (SetUpKind loads them after, into the cluster it reuses).
+    # The Go programs of the run build meanwhile, in their own process group (stopped on exit).
     trap stop_background_runs EXIT
     trap 'log "interrupted"; exit 130' INT TERM
-    prebuilt=$ARTIFACTS/prebuild.out helper=$BIN_DIR/kind-cluster helper_ready=$ARTIFACTS/prebuild.helper
-    rm -f "$helper_ready"
+    prebuilt=$ARTIFACTS/prebuild.out
     log "==> Go programs of the run, in the background (scripts/e2e-prebuild.sh; output: $ARTIFACTS/prebuild.log)"
-    PREBUILD_HELPER_READY=$helper_ready setsid bash scripts/e2e-prebuild.sh >"$prebuilt" 2>"$ARTIFACTS/prebuild.log" &
+    setsid bash scripts/e2e-prebuild.sh >"$prebuilt" 2>"$ARTIFACTS/prebuild.log" &
     prebuild_pid=$!
-    prebuild_failed() { sed 's/^/    /' "$ARTIFACTS/prebuild.log" >&2; die "scripts/e2e-prebuild.sh failed (${1:-}its output above)"; }
     [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
     step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh
-    helper_wait=$SECONDS
-    while [ ! -e "$helper_ready" ]; do
-      kill -0 "$prebuild_pid" 2>/dev/null || prebuild_failed "without building the cluster helper: "
-      sleep 0.2
-    done
-    [ $((SECONDS - helper_wait)) = 0 ] || log "waited $((SECONDS - helper_wait))s for the cluster helper"
+    step "images (scripts/images.sh)" bash scripts/images.sh
+    prebuild_wait=$SECONDS
+    prebuild_rc=0
+    wait "$prebuild_pid" || prebuild_rc=$?
+    sed 's/^/    /' "$ARTIFACTS/prebuild.log" >&2
+    [ "$prebuild_rc" = 0 ] || die "scripts/e2e-prebuild.sh failed (rc=$prebuild_rc, its output above)"
+    log "<== Go programs of the run ready (waited $((SECONDS - prebuild_wait))s for them after the images)"
+    helper=$BIN_DIR/kind-cluster
     finish() {
       local rc=$?
       trap - EXIT INT TERM
@@ -87,22 +85,7 @@ case $PROVIDER in
     }
     trap finish EXIT
     trap 'log "interrupted"; exit 130' INT TERM
-    log "==> kind cluster $cluster, created or reused, in the background (output: $ARTIFACTS/kind-create.log)"
-    setsid "$helper" create >"$ARTIFACTS/kind-create.log" 2>&1 &
-    create_pid=$! create_start=$SECONDS
-    step "images (scripts/images.sh)" bash scripts/images.sh
-    prebuild_wait=$SECONDS
-    rc=0
-    wait "$prebuild_pid" || rc=$?
-    [ "$rc" = 0 ] || prebuild_failed "rc=$rc, "
-    sed 's/^/    /' "$ARTIFACTS/prebuild.log" >&2
-    log "<== Go programs of the run ready (waited $((SECONDS - prebuild_wait))s for them after the images)"
-    create_wait=$SECONDS
-    wait "$create_pid" || rc=$?
-    sed 's/^/    /' "$ARTIFACTS/kind-create.log" >&2
-    [ "$rc" = 0 ] || die "the kind cluster could not be created (rc=$rc, its output above)"
-    log "<== kind cluster $cluster ready in $((SECONDS - create_start))s (waited $((SECONDS - create_wait))s for it after the images)"
-    step "kind cluster $cluster: images + OLM" "$helper" up
+    step "kind cluster $cluster + images + OLM (created, or reused when healthy)" "$helper" up
     # The suites share the cluster (framework/suite.SynchronizedProvider); only this script deletes it.
     export CLEANUP_E2E_KEEP_CLUSTER=1
     ;;

@@ -45,7 +45,8 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool, own ...string) (
 	if err != nil {
 		return nil, err
 	}
-	lock, err := lockSetUp(name, log)
+	lock, err := lockFile(filepath.Join(os.TempDir(), "cleanup-e2e-kind", name+".lock"), log,
+		"another process is setting up the kind cluster; waiting to reuse it")
 	if err != nil {
 		return nil, err
 	}
@@ -77,26 +78,6 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool, own ...string) (
 	log.Info("OLM ready", "took", time.Since(olmStart).Round(time.Millisecond).String())
 	log.Info("kind provider ready (cluster, images, OLM)", "name", name, "took", time.Since(start).Round(time.Millisecond).String())
 	return p, nil
-}
-
-// CreateKind creates the kind cluster KindClusterName(), or reuses it when healthy, and keeps it: the
-// node only, no images and no OLM. make e2e creates it so while its images build (scripts/e2e.sh);
-// SetUpKind then reuses it, loads the images and installs OLM. Same lock as SetUpKind.
-func CreateKind(ctx context.Context, log logr.Logger) error {
-	name := KindClusterName()
-	lock, err := lockSetUp(name, log)
-	if err != nil {
-		return err
-	}
-	defer unlockFile(lock)
-	_, err = kind.New(ctx, kind.WithName(name), kind.WithLogger(log), kind.WithKeepCluster(true))
-	return err
-}
-
-// lockSetUp takes the lock that serialises the set-ups of cluster name, saying when it waits for one.
-func lockSetUp(name string, log logr.Logger) (*os.File, error) {
-	return lockFile(filepath.Join(os.TempDir(), "cleanup-e2e-kind", name+".lock"), log,
-		"another process is setting up the kind cluster; waiting to reuse it")
 }
 
 func readImagesList() ([]string, error) {

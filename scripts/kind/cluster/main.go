@@ -3,7 +3,6 @@
 // reuse it:
 //
 //	go run ./scripts/kind/cluster up            create or reuse $CLEANUP_E2E_KIND_CLUSTER (default cleanup-e2e), load images, install OLM
-//	go run ./scripts/kind/cluster create        create or reuse it, and nothing more (make e2e: while the images build)
 //	go run ./scripts/kind/cluster logs DIR      kind's export logs (node journal, kubelet, containerd, pods)
 //	go run ./scripts/kind/cluster down          delete the cluster
 package main
@@ -47,8 +46,6 @@ func run(ctx context.Context, args []string) error {
 	case "up":
 		_, err := testenv.SetUpKind(ctx, log.WithName("kind"), true)
 		return err
-	case "create":
-		return testenv.CreateKind(ctx, log.WithName("kind"))
 	case "logs":
 		if len(args) != 2 {
 			return fmt.Errorf("usage: logs DIR")
@@ -72,6 +69,6 @@ func run(ctx context.Context, args []string) error {
 		log.Info("deleted kind cluster", "name", name, "took", time.Since(start).Round(time.Millisecond).String())
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q (up, create, logs DIR, down)", args[0])
+		return fmt.Errorf("unknown command %q (up, logs DIR, down)", args[0])
 	}
 }
