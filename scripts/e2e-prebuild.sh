@@ -2,13 +2,15 @@
 # The Go programs `make e2e` runs on a shared cluster (kind, existing), built before they are needed:
 # on kind the cluster helper ($CACHE_DIR/bin/kind-cluster), then the Ginkgo CLI, scripts/testbin and
 # the kept test binaries of the e2e suites (ginkgo runs them as precompiled suites) and, on kind, of
-# the example consumers and gotestsum (scripts/test-examples.sh runs them). Prints "DIR BINARY" per suite whose kept binary is ready (testbin -link-only) on standard
-# output; when the suites cannot be linked it says so and prints nothing (ginkgo compiles them then).
+# the example consumers and gotestsum (scripts/test-examples.sh runs them). Prints "DIR BINARY" per
+# suite whose kept binary is ready (testbin -link-only) on standard output; when the suites cannot be
+# linked it says so and prints nothing (ginkgo compiles them then).
 #
 # On kind, scripts/e2e.sh runs it in the background beside the node image and the images: none of it
-# depends on them. A first run compiles ≈ 3 min of it there (the helper 1 min 53 s, then the suites'
-# test binaries ≈ 1 min, on 2 cores) while the node image's own steps wait on the network, the disk
-# and single-threaded links; a warm one saves the ≈ 3 s of go commands that found nothing to do.
+# depends on them, and the suites start as soon as the cluster is up. A warm run's go commands that
+# find nothing to do are off the critical path; on a fresh machine the suites and examples at once
+# took 3 min 13 s instead of 5 min 6 s, their compiling done earlier (a first run is CPU-bound from
+# end to end, so the whole is not shorter for it: docs/performance.md, twelfth round).
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 all=$SECONDS
