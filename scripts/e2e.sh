@@ -84,7 +84,6 @@ case $PROVIDER in
       exit "$rc"
     }
     trap finish EXIT
-    trap 'log "interrupted"; exit 130' INT TERM
     step "kind cluster $cluster + images + OLM (created, or reused when healthy)" "$helper" up
     # The suites share the cluster (framework/suite.SynchronizedProvider); only this script deletes it.
     export CLEANUP_E2E_KEEP_CLUSTER=1
