@@ -116,14 +116,15 @@ if [ "$PROVIDER" = envtest ]; then
   step "e2e suites on PROVIDER=envtest (ginkgo -p $procs)" ginkgo_run junit-e2e.xml -r ./e2e || rc=$?
   reports=("$ARTIFACTS/junit-e2e.xml")
 else
-  # A shared cluster (kind, existing) serves several runs at once: runs share it and have it alone
-  # only to install something disruptive, to remove what they installed, or for a Serial spec
+  # A shared cluster (kind, existing) serves several runs at once: runs share it, have it alone only
+  # for a Serial spec, and remove what they installed as the last run alive
   # (framework/testenv/runlock.go). So every suite runs at once, each its own Ginkgo run, and on kind
   # the example consumers too (examples/*: Ginkgo and e2e-framework, as a consumer repo's suites would;
-  # on envtest make test runs them). The suites in E2E_LAST run after the others: they have the
-  # cluster alone from start to end (e2e/cvo installs the ClusterOperator CRD), and waiting for it
-  # would keep every other run from starting. Each one's output goes to a file, printed when it ends.
-  last=" ${E2E_LAST:-cvo} "
+  # on envtest make test runs them). e2e/cvo's ClusterOperator CRD runs beside them too: only a spec
+  # that restarts OLM must not meet it, and the disruptive lock sees to that
+  # (framework/testenv/disruptive.go). The suites in E2E_LAST (none by default) run after the others,
+  # alone. Each one's output goes to a file, printed when it ends.
+  last=" ${E2E_LAST:-} "
   pids=() names=() logs=() starts=() reports=()
   # The suites run from their kept test binaries (scripts/testbin's cache, shared with make test, linked
   # by scripts/e2e-prebuild.sh): ginkgo linked each again on every run (≈ 4 s of CPU a suite, in a run
@@ -141,7 +142,9 @@ else
     trap 'log "interrupted"; exit 130' INT TERM
   fi
   suites_start=$SECONDS
-  log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each; then${last% })"
+  then=
+  [ -z "${last// /}" ] || then="; then${last% }"
+  log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each$then)"
   start_bg() { # start_bg NAME LOG CMD...: in its own process group, so that the EXIT trap can stop it
     log "==> $1 (output: $2, printed when it ends)"
     setsid "${@:3}" >"$2" 2>&1 &
@@ -182,7 +185,7 @@ else
   # last suites run on E2E_LAST_PROCS (default 4) processes.
   for name in $last; do
     [ -d "e2e/$name" ] || continue
-    procs=${E2E_LAST_PROCS:-4} step "e2e suite $name (after the others: it has the cluster alone)" \
+    procs=${E2E_LAST_PROCS:-4} step "e2e suite $name (E2E_LAST: after the others)" \
       ginkgo_run "junit-e2e-$name.xml" "${suite_binary[$name]:-./e2e/$name}" || rc=1
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done

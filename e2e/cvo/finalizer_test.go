@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
@@ -16,6 +17,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -26,6 +28,11 @@ import (
 // refused, z-stream allowed) until the finalizer lets go.
 var _ = Describe("A delete held by an operator's finalizer", Label("cvo", "delete-annotation", "finalizer"), func() {
 	It("keeps Upgradeable=False naming the object, reports progress on every pass, and completes once released", func(ctx context.Context) {
+		// Before the namespaces, released after every cleanup: on a shared cluster an AllNamespaces cleanup
+		// of widget-operator by another run (e2e/cleanup, the operator-repo example) would delete the Widget.
+		release, err := specs.HoldAPIsOf(ctx, cl.APIs, CurrentSpecReport().FullText(), bundles.Dir(widget.Name, "v0.1.0"))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(release)
 		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "held", applier.Options{})
 		ns := e.ID
 		held := heldWidget(ns)

@@ -19,7 +19,6 @@ import (
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
@@ -46,11 +45,8 @@ var _ = runsPods && Describe("widget-operator installed from the catalog", Label
 		By("holding widget-operator's APIs: no AllNamespaces cleanup of another spec deletes this one's Widget meanwhile")
 		// Taken once the catalog serves (≈ 20 s under load): serving it uses no widget API, and an AllNamespaces
 		// spec of another suite waiting for the APIs would hold every other widget spec back meanwhile.
-		used, err := specs.APIsOf(bundles.Dir(widget.Name, "v0.1.0"), bundles.Dir(widget.Name, "v0.2.0"), bundles.Dir(widget.Name, "v0.3.0"))
-		Expect(err).NotTo(HaveOccurred())
-		waited := budget.Start(CurrentSpecReport().FullText(), "api-locks", nil)
-		release, err := apis.LockAPIs(ctx, used, false, CurrentSpecReport().FullText())
-		waited()
+		release, err := specs.HoldAPIsOf(ctx, apis, CurrentSpecReport().FullText(),
+			bundles.Dir(widget.Name, "v0.1.0"), bundles.Dir(widget.Name, "v0.2.0"), bundles.Dir(widget.Name, "v0.3.0"))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(release)
 

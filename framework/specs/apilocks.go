@@ -10,6 +10,8 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
 // lockAPIs holds, on a cluster other runs share (Environment.APIs), the APIs the installation uses
@@ -30,6 +32,28 @@ func (r *Installation) lockAPIs(ctx context.Context, mode operatorsv1alpha1.Inst
 	waited()
 	r.g.Expect(err).NotTo(HaveOccurred(), "lock the APIs %v of %s on the shared cluster", apis, r.in.Name)
 	r.t.Cleanup(func(context.Context) { done() })
+}
+
+// HoldAPIsOf holds the APIs of these bundles' CSVs (APIsOf) shared on locker — timed as the api-locks
+// phase of the spec named why — and returns their release: for a spec of your own that runs an operator
+// or makes objects of its kinds without an Installation (from a catalog, in a payload), so that no
+// AllNamespaces cleanup of another spec deletes them meanwhile. Take it before the objects exist and
+// release it after the spec's cleanups. A nil locker (a cluster no other spec uses) holds nothing.
+func HoldAPIsOf(ctx context.Context, locker cluster.APILocker, why string, bundleDirs ...string) (release func(), err error) {
+	if locker == nil {
+		return func() {}, nil
+	}
+	apis, err := APIsOf(bundleDirs...)
+	if err != nil {
+		return nil, err
+	}
+	waited := budget.Start(why, "api-locks", nil)
+	release, err = locker.LockAPIs(ctx, apis, false, why)
+	waited()
+	if err != nil {
+		return nil, fmt.Errorf("hold the APIs %v on the shared cluster: %w", apis, err)
+	}
+	return release, nil
 }
 
 // usedAPIs are the kinds (kind.group, lower case) the CSVs of in own or require (APIsOf) and the

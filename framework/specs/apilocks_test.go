@@ -94,3 +94,24 @@ func TestAnInstallationHoldsItsAPIsForTheWholeSpec(t *testing.T) {
 		}
 	}
 }
+
+// HoldAPIsOf holds the bundles' owned and required kinds shared until released, and nothing without a
+// locker; a bundle it cannot read fails naming it.
+func TestHoldAPIsOfHoldsTheBundlesKindsShared(t *testing.T) {
+	var events []string
+	release, err := HoldAPIsOf(context.Background(), recordingLocker{&events}, "spec X", bundles.Dir("gizmo-operator", "v0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	want := []string{"lock [gizmo.fixtures.cleanup-e2e.io widget.fixtures.cleanup-e2e.io] exclusive=false", "release"}
+	if !slices.Equal(events, want) {
+		t.Errorf("events %q, want %q", events, want)
+	}
+	if release, err := HoldAPIsOf(context.Background(), nil, "spec X", bundles.Dir("gizmo-operator", "v0.1.0")); err != nil || release == nil {
+		t.Errorf("without a locker: error %v (release nil: %v); want a no-op release", err, release == nil)
+	}
+	if _, err := HoldAPIsOf(context.Background(), recordingLocker{&events}, "spec X", "/no/such/bundle"); err == nil || !strings.Contains(err.Error(), "/no/such/bundle") {
+		t.Errorf("an unreadable bundle: error %v, want one naming it", err)
+	}
+}

@@ -12,11 +12,9 @@ import (
 )
 
 // Missing lists what Ensure would create on the cluster now ("Kind namespace/name"), reading only, and
-// which of it is disruptive: it changes how the cluster behaves for everyone while it is there, so a
-// run installing it on a shared cluster must have the cluster alone until it removed it again
-// (framework/testenv). That is the ClusterOperator CRD: olm-operator, once restarted, takes the
-// cluster for OpenShift and waits for a Proxy API it lacks. The rest only adds objects other runs may
-// use too.
+// which of it is disruptive (Components.Disruptive): it changes how the cluster behaves for everyone
+// while it is there — the ClusterOperator CRD: olm-operator, once restarted, takes the cluster for
+// OpenShift and waits for a Proxy API it lacks. The rest only adds objects other runs may use too.
 func Missing(ctx context.Context, in Input) (missing, disruptive []string, err error) {
 	if in.Client == nil {
 		return nil, nil, errors.New("stack.Input.Client is nil: pass an admin client of the cluster")

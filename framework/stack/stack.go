@@ -28,12 +28,23 @@ type Components struct {
 	OperandCleanupArgs []string
 	// ClusterOperatorCRD ensures config.openshift.io's ClusterOperator CRD (config/crd), for CVO-style
 	// payloads. olm-operator treats a cluster serving config.openshift.io as OpenShift and, once
-	// restarted, waits for a Proxy API such a cluster lacks: Teardown removes the CRD if the run made it.
+	// restarted, waits for a Proxy API such a cluster lacks (Disruptive): RemoveDisruptive, or else
+	// Teardown, removes the CRD if the run made it.
 	ClusterOperatorCRD bool
 	// CRDs are further CRDs the suite needs before its specs run (created when missing, never changed).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// Footprint is what the specs leave on purpose; Teardown removes what of it the run created.
 	Footprint Footprint
+}
+
+// Disruptive names what of the components changes the cluster for everyone while it is there, so that
+// a shared cluster's runs keep clear of it (framework/testenv's disruptive lock): the ClusterOperator
+// CRD. Everything else only adds objects other runs may use too.
+func (c Components) Disruptive() []string {
+	if c.ClusterOperatorCRD {
+		return []string{"the ClusterOperator CRD (config.openshift.io/v1: a restarted olm-operator takes the cluster for OpenShift)"}
+	}
+	return nil
 }
 
 // ForOperandCleanup is what an operator's uninstall specs need: OLM and the operand-cleanup controller.
@@ -178,6 +189,39 @@ func (s *Stack) Teardown(ctx context.Context) error {
 		s.teardownErr = errors.Join(errs...)
 	})
 	return s.teardownErr
+}
+
+// RemoveDisruptive removes what of Components.Disruptive the stack created (the ClusterOperator CRD),
+// at once and before Teardown, and waits until it is gone: on a shared cluster other runs must not
+// restart OLM while it is there, and they may still be running. Teardown then skips it. Idempotent.
+func (s *Stack) RemoveDisruptive(ctx context.Context) error {
+	if !s.in.ClusterOperatorCRD {
+		return nil
+	}
+	crd, err := crdconfig.ClusterOperator()
+	if err != nil {
+		return err
+	}
+	s.ledger.mu.Lock()
+	var disruptive []entry
+	kept := s.ledger.entries[:0:0]
+	for _, e := range s.ledger.entries {
+		if e.gvk.Kind == "CustomResourceDefinition" && e.name == crd.Name {
+			disruptive = append(disruptive, e)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	s.ledger.entries = kept
+	s.ledger.mu.Unlock()
+	if len(disruptive) == 0 {
+		return nil
+	}
+	if err := s.ledger.remove(ctx, disruptive); err != nil {
+		return err
+	}
+	s.in.Log.Info("removed what the stack created that changes the cluster for other runs", "objects", names(disruptive))
+	return nil
 }
 
 func names(entries []entry) string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -29,13 +30,16 @@ import (
 //     installation for what is linked to it), and exclusively — alone, no other run's specs in flight,
 //     though the other runs stay alive — for each spec that acts on the whole cluster (Env.Alone:
 //     Ginkgo's Serial specs, e.g. a spec that stops OLM; the spec library's AllNamespaces cases lock only
-//     their operator's APIs instead, apilock.go), and for the whole
-//     run when Start installs something disruptive (stack.Missing: the ClusterOperator CRD changes how
-//     OLM restarts), which its Stop removes before anyone runs beside it again (nobody else used it).
-//     Deleting the cluster waits to be the last run alive even then (releaseLast).
+//     their operator's APIs instead, apilock.go).
+//   - The disruptive lock (disruptive.go): a run whose stack has something that changes the cluster for
+//     the others while it is there (stack.Components.Disruptive: the ClusterOperator CRD, which makes a
+//     restarted olm-operator take the cluster for OpenShift) holds it exclusively from Start until its
+//     Stop removed that; its specs run beside other runs'. An alone section of another run waits
+//     until no run holds it (it lets that run go first), so a spec that restarts OLM never sees the CRD.
 //
 // Invariants, checked by TestRunLockRandomizedRunsKeepTheInvariants: while a run is alone, no other run
-// is in a section; while a run removes, no other run is alive or removing. A run waiting to remove
+// is in a section and no other run's disruptive component is there; while a run removes, no other run
+// is alive or removing. A run waiting to remove
 // keeps new runs from starting (the members lock's turnstile), so a stream of runs cannot starve it. A
 // run drops its shared holds before waiting for an exclusive one, so two runs that wait for each
 // other's end cannot deadlock. Ginkgo's other processes of a run Connect without the
@@ -83,8 +87,8 @@ type runHold struct {
 	p    *processLock
 	log  logr.Logger
 	once sync.Once
-	// aloneToEnd: the run is alone for the rest of the run (Start installed something disruptive).
-	aloneToEnd bool
+	// disruptive: the run's own hold of the disruptive lock (useDisruptive), nil when it has none.
+	disruptive *os.File
 }
 
 // lockRun starts a run on the cluster whose sections lock is path, waiting while a run removes or is
@@ -130,9 +134,6 @@ func (l *runLocks) lockRun(ctx context.Context, path string, log logr.Logger) (*
 // alone waits until no other run is in a section, this process's included, and returns to the shared
 // section with back. why says in the log what the run needs the cluster alone for.
 func (r *runHold) alone(ctx context.Context, why string) (back func(), err error) {
-	if r.aloneToEnd { // it is already (a Serial spec of a run that installed something disruptive)
-		return func() {}, nil
-	}
 	p := r.p
 	stop := context.AfterFunc(ctx, func() { p.mu.Lock(); p.cond.Broadcast(); p.mu.Unlock() })
 	defer stop()
@@ -140,22 +141,42 @@ func (r *runHold) alone(ctx context.Context, why string) (back func(), err error
 	defer p.mu.Unlock()
 	p.busy--
 	p.cond.Broadcast() // a run of the process waiting for the others to leave their sections
-	for (p.busy > 0 || p.alone) && ctx.Err() == nil {
-		p.cond.Wait()
-	}
-	if err := ctx.Err(); err != nil {
-		for p.alone { // back to a section, which waits for another run of the process that is alone
+	for yielded := false; ; {
+		for (p.busy > 0 || p.alone) && ctx.Err() == nil {
 			p.cond.Wait()
 		}
-		p.busy++
+		if err := ctx.Err(); err != nil {
+			for p.alone { // back to a section, which waits for another run of the process that is alone
+				p.cond.Wait()
+			}
+			p.busy++
+			p.cond.Broadcast()
+			return nil, err
+		}
+		p.alone = true
+		// Other processes (this one's runs all wait meanwhile: they need p.mu).
+		if err := p.take(ctx, r.log, p.sections, &p.sectionsHeld, syscall.LOCK_EX, "other runs use the shared cluster; waiting for them to leave it alone ("+why+")"); err != nil {
+			r.shareLocked()
+			return nil, err
+		}
+		if r.disruptive != nil || !disruptiveHeld(p.path) {
+			break
+		}
+		// Another run's disruptive component is on the cluster, and that run waits to be alone too (no
+		// other run is in a section): it goes first, then this run waits for its end like any other's.
+		if !yielded {
+			r.log.Info("another run has something disruptive on the shared cluster (disruptive.go); letting it finish first", "for", why)
+			yielded = true
+		}
+		_ = p.take(context.Background(), r.log, p.sections, &p.sectionsHeld, syscall.LOCK_SH, "")
+		p.alone = false
 		p.cond.Broadcast()
-		return nil, err
-	}
-	p.alone = true
-	// Other processes (this one's runs all wait meanwhile: they need p.mu).
-	if err := p.take(ctx, r.log, p.sections, &p.sectionsHeld, syscall.LOCK_EX, "other runs use the shared cluster; waiting for them to leave it alone ("+why+")"); err != nil {
-		r.shareLocked()
-		return nil, err
+		p.mu.Unlock()
+		select { // let it take the sections lock before this run queues for it again
+		case <-ctx.Done():
+		case <-time.After(lockPoll):
+		}
+		p.mu.Lock()
 	}
 	r.log.Info("has the shared cluster alone", "for", why)
 	return sync.OnceFunc(func() { p.mu.Lock(); defer p.mu.Unlock(); r.shareLocked() }), nil
@@ -170,57 +191,29 @@ func (r *runHold) shareLocked() {
 	p.cond.Broadcast()
 }
 
-// aloneToTheEnd makes the rest of the run alone (Start installs something disruptive); release ends it.
-func (r *runHold) aloneToTheEnd(ctx context.Context, why string) error {
-	if _, err := r.alone(ctx, why); err != nil {
-		return err
-	}
-	r.aloneToEnd = true
-	return nil
-}
-
 // release ends the run. With remove, it first waits until no other run is alive (why says for what),
-// then runs remove; a run alone to its end runs it at once (what it installed, nobody else used).
-// Idempotent: the second call does nothing.
+// then runs remove. Idempotent: the second call does nothing.
 func (r *runHold) release(ctx context.Context, why string, remove func() error) error {
 	var err error
-	r.once.Do(func() { err = r.releaseOnce(ctx, why, remove, false) })
+	r.once.Do(func() { err = r.releaseOnce(ctx, why, remove) })
 	return err
 }
 
-// releaseLast is release waiting to be the last run alive even for a run alone to its end: deleting
-// the cluster must wait for the runs that use it, whoever made it.
-func (r *runHold) releaseLast(ctx context.Context, why string, remove func() error) error {
-	var err error
-	r.once.Do(func() { err = r.releaseOnce(ctx, why, remove, true) })
-	return err
-}
-
-func (r *runHold) releaseOnce(ctx context.Context, why string, remove func() error, last bool) (err error) {
+func (r *runHold) releaseOnce(ctx context.Context, why string, remove func() error) (err error) {
 	p := r.p
-	if remove == nil || (r.aloneToEnd && !last) {
-		if remove != nil {
-			err = remove()
-		}
+	r.releaseDisruptive() // its Stop removed that first, while still in its section
+	if remove == nil {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if r.aloneToEnd {
-			p.alone = false
-		} else {
-			p.busy--
-		}
+		p.busy--
 		r.endLocked()
-		return err
+		return nil
 	}
 	stop := context.AfterFunc(ctx, func() { p.mu.Lock(); p.cond.Broadcast(); p.mu.Unlock() })
 	defer stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if r.aloneToEnd { // no longer: the others may go on while it waits for them to end
-		r.aloneToEnd, p.alone = false, false
-	} else {
-		p.busy--
-	}
+	p.busy--
 	p.removers++
 	p.cond.Broadcast()
 	defer func() { p.removers--; r.endLocked() }()

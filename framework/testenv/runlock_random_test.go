@@ -16,10 +16,10 @@ import (
 )
 
 // TestRunLockRandomizedRunsKeepTheInvariants plays random runs of several processes on one cluster —
-// sections, alone sections, alone waits cut short by their context, runs alone to their end, releases
-// that remove something or delete the cluster — and checks the invariants of runlock.go on every
-// section entered: while a run is alone, no other run is in a section; while a run removes, no other
-// run is alive or removing. It also fails on a deadlock (every seed must finish), naming the seed and
+// sections, alone sections, alone waits cut short by their context, runs with something disruptive
+// (disruptive.go), releases that remove something or delete the cluster — and checks the invariants of
+// runlock.go on every section entered: while a run is alone, no other run is in a section and no other
+// run's disruptive component is there; while a run removes, no other run is alive or removing. It also fails on a deadlock (every seed must finish), naming the seed and
 // the events up to it. A seed replays the same runs (not the same interleaving: that is the
 // scheduler's, so there is nothing to shrink): CLEANUP_E2E_RUNLOCK_SEED=N.
 func TestRunLockRandomizedRunsKeepTheInvariants(t *testing.T) {
@@ -52,8 +52,9 @@ func seeds(t *testing.T, n int) []uint64 {
 
 // lockOp is one step of a random run.
 type lockOp struct {
-	// "installs" (first: the run is alone to its end), "shared", "alone", "alone-cut" (a context that
-	// may end the wait), and last "remove" (what the run installed) or "delete" (the cluster).
+	// "disruptive" (first: the run holds something disruptive until it ends), "shared", "alone",
+	// "alone-cut" (a context that may end the wait), and last "remove" (what the run installed) or
+	// "delete" (the cluster).
 	kind string
 	d    time.Duration
 }
@@ -66,7 +67,7 @@ func randomRuns(seed uint64, processes, runs, ops int) [][][]lockOp {
 		out[p] = make([][]lockOp, runs)
 		for r := range out[p] {
 			if rng.IntN(6) == 0 {
-				out[p][r] = append(out[p][r], lockOp{"installs", 0})
+				out[p][r] = append(out[p][r], lockOp{"disruptive", 0})
 			}
 			for range 1 + rng.IntN(ops) {
 				out[p][r] = append(out[p][r], lockOp{kinds[rng.IntN(len(kinds))], time.Duration(rng.IntN(8)) * time.Millisecond})
@@ -82,13 +83,17 @@ func randomRuns(seed uint64, processes, runs, ops int) [][][]lockOp {
 	return out
 }
 
-// sections records which runs are alive and in which section, and the first violation.
+// sections records which runs are alive and in which section, which are alone and which have something
+// disruptive on the cluster, and the first violation.
 type sections struct {
 	mu                   sync.Mutex
 	alive, shared, alone int
 	removing             int
-	events               []string
-	violation            string
+	// aloneRun is the run that is alone; disruptive, the runs whose disruptive component is there.
+	aloneRun   string
+	disruptive map[string]bool
+	events     []string
+	violation  string
 }
 
 func (s *sections) record(who, what string, delta int, counter *int) {
@@ -96,21 +101,42 @@ func (s *sections) record(who, what string, delta int, counter *int) {
 	defer s.mu.Unlock()
 	s.events = append(s.events, who+" "+what)
 	*counter += delta
+	if counter == &s.alone {
+		s.aloneRun = map[bool]string{true: who}[delta > 0]
+	}
 	if s.violation != "" || delta < 0 {
 		return
 	}
-	if bad := (s.alone > 1 || (s.alone == 1 && s.shared > 0)) ||
-		(s.removing > 1 || (s.removing == 1 && (s.alive > 0 || s.shared > 0 || s.alone > 0))); bad {
-		s.violation = fmt.Sprintf("%s %s while %d other run(s) were alive, %d in a section, %d alone, %d removing; events until then: %s",
-			who, what, s.alive, s.shared, s.alone, s.removing, tail(s.events))
+	others := 0 // other runs' disruptive components on the cluster
+	for run := range s.disruptive {
+		if run != s.aloneRun && s.aloneRun != "" {
+			others++
+		}
 	}
+	if bad := (s.alone > 1 || (s.alone == 1 && (s.shared > 0 || others > 0))) ||
+		(s.removing > 1 || (s.removing == 1 && (s.alive > 0 || s.shared > 0 || s.alone > 0))); bad {
+		s.violation = fmt.Sprintf("%s %s while %d other run(s) were alive, %d in a section, %d alone, %d removing, %d other run(s)' disruptive component there; events until then: %s",
+			who, what, s.alive, s.shared, s.alone, s.removing, others, tail(s.events))
+	}
+}
+
+// disrupt records that who's disruptive component is there (on) or gone.
+func (s *sections) disrupt(who string, on bool) {
+	s.mu.Lock()
+	if on {
+		s.disruptive[who] = true
+	} else {
+		delete(s.disruptive, who)
+	}
+	s.mu.Unlock()
+	s.record(who, map[bool]string{true: "installs its disruptive component", false: "removed its disruptive component"}[on], 0, new(int))
 }
 
 // playRuns plays seed's runs (3 processes of 2 runs each) and returns what went wrong, or "".
 func playRuns(dir string, seed uint64) string {
 	path := filepath.Join(dir, "cluster.run.lock")
 	plan := randomRuns(seed, 3, 2, 4)
-	rec := &sections{}
+	rec := &sections{disruptive: map[string]bool{}}
 	var wg sync.WaitGroup
 	for p, runs := range plan {
 		proc := newProcess()
@@ -149,23 +175,24 @@ func playRun(proc *runLocks, path, who string, ops []lockOp, rec *sections) {
 		time.Sleep(d)
 		rec.record(who, "leaves "+kind, -1, counter)
 	}
-	released, toEnd := false, false
+	released, disruptive := false, false
+	removeDisruptive := func() { // Env.Stop: first, while the run is still in its section
+		if disruptive {
+			rec.disrupt(who, false)
+			disruptive = false
+		}
+	}
 	for _, op := range ops {
-		switch {
-		case op.kind == "installs":
-			if err := h.aloneToTheEnd(ctx, who); err != nil {
+		switch op.kind {
+		case "disruptive":
+			if err := h.useDisruptive(ctx, who); err != nil {
 				panic(err) // no deadline: it cannot fail
 			}
-			toEnd = true
-		case toEnd && op.kind != "remove" && op.kind != "delete": // every section of it is alone
-			if op.kind != "shared" {
-				back, _ := h.alone(ctx, who) // returns at once
-				defer back()
-			}
-			section("alone", &rec.alone, op.d)
-		case op.kind == "shared":
+			rec.disrupt(who, true)
+			disruptive = true
+		case "shared":
 			section("a section", &rec.shared, op.d)
-		case op.kind == "alone" || op.kind == "alone-cut":
+		case "alone", "alone-cut":
 			actx, cancel := ctx, func() {}
 			if op.kind == "alone-cut" {
 				actx, cancel = context.WithTimeout(ctx, op.d+time.Millisecond)
@@ -178,20 +205,14 @@ func playRun(proc *runLocks, path, who string, ops []lockOp, rec *sections) {
 			}
 			section("alone", &rec.alone, op.d)
 			back()
-		case op.kind == "remove" && toEnd: // what it installed alone, nobody else used: removed at once
-			rec.record(who, "ends, to remove", -1, &rec.alive)
+		case "remove", "delete":
+			removeDisruptive()
+			rec.record(who, "ends, to "+op.kind, -1, &rec.alive)
 			released = true
-			_ = h.release(ctx, "remove", func() error { section("alone", &rec.alone, op.d); return nil })
-		case op.kind == "remove":
-			rec.record(who, "ends, to remove", -1, &rec.alive)
-			released = true
-			_ = h.release(ctx, "remove", func() error { section("removing", &rec.removing, op.d); return nil })
-		case op.kind == "delete":
-			rec.record(who, "ends, to delete the cluster", -1, &rec.alive)
-			released = true
-			_ = h.releaseLast(ctx, "delete", func() error { section("removing", &rec.removing, op.d); return nil })
+			_ = h.release(ctx, op.kind, func() error { section("removing", &rec.removing, op.d); return nil })
 		}
 	}
+	removeDisruptive()
 	if !released {
 		rec.record(who, "ends", -1, &rec.alive)
 	}

@@ -82,8 +82,8 @@ type Env struct {
 }
 
 // Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
-// started is stopped again. On a shared cluster the run holds it shared, or alone to its end when it
-// installs something disruptive (runlock.go).
+// started is stopped again. On a shared cluster the run holds it shared (runlock.go), and the disruptive
+// lock when its stack has something disruptive (disruptive.go).
 func Start(ctx context.Context, in Input) (*Env, error) {
 	if in.Log.GetSink() == nil {
 		in.Log = logr.Discard()
@@ -137,22 +137,16 @@ func apiLocksPath(hold *runHold, p cluster.Provider) string {
 }
 
 // ensureStack ensures the stack. On a shared cluster runs ensure one at a time (each probes OLM in the
-// same namespace, and two installing the same piece would collide), and a run that installs something
-// disruptive (stack.Missing) first waits to have the cluster alone, and keeps it alone to its end.
+// same namespace, and two installing the same piece would collide), and a run whose stack has something
+// disruptive (stack.Components.Disruptive) first takes the disruptive lock (disruptive.go).
 func ensureStack(ctx context.Context, hold *runHold, in stack.Input) (*stack.Stack, error) {
 	if hold == nil {
 		return stack.Ensure(ctx, in)
 	}
-	_, disruptive, err := stack.Missing(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	if len(disruptive) > 0 {
-		what := strings.Join(disruptive, ", ")
-		if err := hold.aloneToTheEnd(ctx, "the run installs "+what+", which changes the cluster for other runs"); err != nil {
-			return nil, fmt.Errorf("wait to have the shared cluster alone to install %s: %w", what, err)
+	if disruptive := in.Disruptive(); len(disruptive) > 0 {
+		if err := hold.useDisruptive(ctx, strings.Join(disruptive, ", ")); err != nil {
+			return nil, err
 		}
-		return stack.Ensure(ctx, in)
 	}
 	lock, err := lockFile(hold.p.path+".ensure", in.Log, "another run is ensuring the stack; waiting for it")
 	if err != nil {
@@ -165,8 +159,9 @@ func ensureStack(ctx context.Context, hold *runHold, in stack.Input) (*stack.Sta
 // Alone waits until no other run is in a section on the shared cluster (they stay alive, waiting) and
 // holds it alone until done is called: for a spec that acts on the whole cluster (stopping OLM, a
 // global install without specs.Installation, which locks only its APIs: apilock.go). why names the
-// spec in the log of a run that waits. On envtest (the run's own cluster), and in a run already alone
-// to its end, it returns at once.
+// spec in the log of a run that waits. It also waits for the runs that have something disruptive on the
+// cluster to end (disruptive.go), except for this run's own. On envtest (the run's own cluster) it
+// returns at once.
 func (e *Env) Alone(ctx context.Context, why string) (done func(), err error) {
 	if e.hold == nil {
 		return func() {}, nil
@@ -201,22 +196,24 @@ func (e *Env) Stop(ctx context.Context) error {
 		return errors.Join(append(errs, e.Provider.Stop(ctx))...)
 	}
 	var err error
+	if e.hold != nil && e.hold.holdsDisruptive() && e.Stack != nil {
+		// What changes the cluster for the other runs goes now, while the run is still in its section, not
+		// once it is the last run alive: meanwhile the others may need the cluster alone (disruptive.go).
+		err = e.Stack.RemoveDisruptive(ctx)
+	}
 	switch {
 	case e.hold == nil:
 		err = stopAll()
 	case deletes:
-		var errs []error
-		if e.hold.aloneToEnd && e.Stack != nil { // what it installed must not outlive its alone section
-			errs = append(errs, e.Stack.Teardown(ctx))
-		}
-		err = errors.Join(append(errs, e.hold.releaseLast(ctx, "the run deletes the cluster", stopAll))...)
+		err = errors.Join(err, e.hold.release(ctx, "the run deletes the cluster", stopAll))
 	case teardown && e.Stack.MayRemove():
-		err = e.hold.release(ctx, "the run removes what it installed and what its specs left", stopAll)
+		rerr := e.hold.release(ctx, "the run removes what it installed and what its specs left", stopAll)
 		if !removed { // the wait ended first: removing now could pull the stack from under other runs
-			err = errors.Join(fmt.Errorf("%w; so it did not remove %v nor what its specs left", err, e.Stack.Created()), e.Provider.Stop(ctx))
+			rerr = errors.Join(fmt.Errorf("%w; so it did not remove %v nor what its specs left", rerr, e.Stack.Created()), e.Provider.Stop(ctx))
 		}
+		err = errors.Join(err, rerr)
 	default:
-		err = errors.Join(stopAll(), e.hold.release(ctx, "", nil))
+		err = errors.Join(err, stopAll(), e.hold.release(ctx, "", nil))
 	}
 	waited() // when the wait ended without removing
 	if err != nil {

@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -101,9 +102,17 @@ func (run *runState) setResource(m *payload.Manifest, r string) {
 	run.tasks[m].resource = r
 }
 
+// ErrSuperseded is the cause to cancel a pass's context with when a newer payload replaced the one it
+// applies (Main does): Run then ends without reporting the pass in the ClusterOperator, and returns it.
+// The CVO does the same (pkg/cvo/sync_worker.go, SyncWorker.Update cancels the current sync loop when
+// it loads new work): a pass waiting on a ClusterOperator of the old release would otherwise hold the
+// new one back for up to --cluster-operator-timeout.
+var ErrSuperseded = errors.New("a newer payload superseded the pass")
+
 // Run applies p once in the given mode and returns every task's outcome. The error is non-nil when
-// a task failed (a *PassError), when a minor/major update is blocked (*UpgradeBlockedError), or when
-// the state cannot be loaded. Failed tasks are retried by the next Run.
+// a task failed (a *PassError), when a minor/major update is blocked (*UpgradeBlockedError), when
+// the state cannot be loaded, or when ctx was cancelled with ErrSuperseded. Failed tasks are retried
+// by the next Run.
 func (a *Applier) Run(ctx context.Context, p *payload.Payload, mode Mode) (Result, error) {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
@@ -157,6 +166,11 @@ func (a *Applier) Run(ctx context.Context, p *payload.Payload, mode Mode) (Resul
 			rec.outcome = OutcomeFailed
 			perr.Errors = append(perr.Errors, &TaskError{Ref: m.Ref(), Err: tr.Err})
 		}
+	}
+	if errors.Is(context.Cause(ctx), ErrSuperseded) { // the next pass reports; this one's errors are the cancel's
+		res.Err = ErrSuperseded
+		a.finishResult(&res, run, p)
+		return res, ErrSuperseded
 	}
 	if ctx.Err() != nil && len(perr.Errors) == 0 {
 		perr.Errors = append(perr.Errors, &TaskError{Ref: "pass", Err: ctx.Err()})

@@ -121,9 +121,12 @@ func (a *Applier) deletePresent(ctx context.Context, run *runState, t target, li
 		return a.c.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	})
 	now := a.opts.Now()
+	// Once the Delete went out, its record is written even if the pass is cancelled meanwhile (a newer
+	// payload, the process stopping): otherwise the next pass would not know it requested it.
+	recordCtx := context.WithoutCancel(ctx)
 	if apierrors.IsNotFound(err) {
 		rec = DeleteRecord{Resource: r, Requested: timePtr(now), Verified: timePtr(now)}
-		if err := a.state.set(ctx, rec); err != nil {
+		if err := a.state.set(recordCtx, rec); err != nil {
 			return err
 		}
 		a.message(run, m, SeverityInfo, payload.MsgDeleteRequested(r))
@@ -138,7 +141,7 @@ func (a *Applier) deletePresent(ctx context.Context, run *runState, t target, li
 	if dt := live.GetDeletionTimestamp(); dt != nil {
 		rec.Expected = timePtr(dt.Time)
 	}
-	if err := a.state.set(ctx, rec); err != nil {
+	if err := a.state.set(recordCtx, rec); err != nil {
 		return fmt.Errorf("delete of %s requested but not persisted: %w", r, err)
 	}
 	a.message(run, m, SeverityInfo, payload.MsgDeleteRequested(r))

@@ -144,10 +144,32 @@ func Main(ctx context.Context, cfg *rest.Config, args []string, getenv func(stri
 			}
 		}
 		logger.Info("starting pass", "mode", mode, "version", p.Version, "manifests", len(p.Manifests))
-		res, err := a.Run(ctx, p, mode)
+		pctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		if f.Interval > 0 && mode != ModeInstall {
+			// As the CVO: a new payload cancels the pass in flight, except during the first install,
+			// whose target the CVO keeps (it ignores version changes while initializing).
+			go func() {
+				t := time.NewTicker(f.Interval)
+				defer t.Stop()
+				for {
+					select {
+					case <-pctx.Done():
+						return
+					case <-t.C:
+					}
+					if next, err := load(pctx); err == nil && next.Hash != p.Hash {
+						logger.Info("a newer payload supersedes the pass in flight", "version", p.Version, "newVersion", next.Version)
+						cancel(ErrSuperseded)
+						return
+					}
+				}
+			}()
+		}
+		res, err := a.Run(pctx, p, mode)
 		lastHash, lastCompleted = p.Hash, res.Completed
 		logger.Info("pass finished", "mode", mode, "version", p.Version, "completed", res.Completed,
-			"deletesInProgress", res.DeletesInProgress)
+			"deletesInProgress", res.DeletesInProgress, "superseded", errors.Is(err, ErrSuperseded))
 		return err
 	}
 
@@ -157,7 +179,11 @@ func Main(ctx context.Context, cfg *rest.Config, args []string, getenv func(stri
 	t := time.NewTicker(f.Interval)
 	defer t.Stop()
 	for {
-		if err := pass(); err != nil {
+		err := pass()
+		if errors.Is(err, ErrSuperseded) && ctx.Err() == nil {
+			continue // the newer payload's pass starts now
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

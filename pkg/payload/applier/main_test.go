@@ -2,6 +2,7 @@ package applier_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -86,6 +87,41 @@ var _ = Describe("Main", func() {
 		Eventually(getCO(ctx, coName)).Should(And(
 			clusteroperator.HaveOperandVersion("operator", "1.1.0"),
 			clusteroperator.HaveCondition("Upgradeable", "True", payload.ReasonAsExpected)))
+	})
+
+	// As the CVO's sync worker: new work cancels the sync in flight. Here the 1.0.0 reconcile passes wait
+	// on a ClusterOperator that already reports 1.1.0 (its operator went first), for up to the 5 min
+	// --cluster-operator-timeout; the 1.1.0 payload must not wait for that.
+	It("starts a newer payload at once instead of finishing a pass that waits on a ClusterOperator", func() {
+		op := unique("op")
+		v1 := pt.New("1.0.0").
+			File("0000_05_app_00_ns.yaml", pt.Namespace(appNS)).
+			File("0000_20_app_00_cluster-operator.yaml", pt.ClusterOperator(op, "operator", "1.0.0"))
+		Expect(k8s.Create(ctx, payloadConfig(v1))).To(Succeed())
+		Expect(clusteroperator.Report(ctx, k8s, pt.ClusterOperator(op, "operator", "1.0.0"))).To(Succeed())
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- applier.Main(runCtx, cfg, []string{"--payload-configmap=payload", "--mode=install", "--interval=200ms",
+				"--cluster-operator=" + coName, "--cluster-operator-timeout=5m"}, getenv)
+		}()
+		DeferCleanup(func() { cancel(); Eventually(done).Should(Receive(BeNil())) })
+		Eventually(getCO(ctx, coName)).Should(clusteroperator.HaveOperandVersion("operator", "1.0.0"))
+
+		By("the component's operator reports 1.1.0 first: 1.0.0's reconcile passes now wait on it")
+		Expect(clusteroperator.Report(ctx, k8s, pt.ClusterOperator(op, "operator", "1.1.0"))).To(Succeed())
+		Eventually(getCO(ctx, coName)).Should(And(
+			clusteroperator.HaveCondition("Progressing", "True", applier.ReasonWaitingOnClusterOperators),
+			clusteroperator.HaveConditionMessage("Progressing", ContainSubstring("waiting on "+op))))
+
+		By("publishing 1.1.0: applied long before the 5 min wait would end")
+		v2 := v1.Clone().Version("1.1.0").File("0000_20_app_00_cluster-operator.yaml", pt.ClusterOperator(op, "operator", "1.1.0"))
+		Expect(k8s.Update(ctx, payloadConfig(v2))).To(Succeed())
+		Eventually(getCO(ctx, coName)).WithTimeout(time.Minute).Should(And(
+			clusteroperator.HaveOperandVersion("operator", "1.1.0"),
+			clusteroperator.HaveCondition("Progressing", "False", payload.ReasonAsExpected),
+			clusteroperator.HaveCondition("Degraded", "False", payload.ReasonAsExpected)))
 	})
 
 	It("rejects bad flags", func() {

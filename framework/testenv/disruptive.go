@@ -1,0 +1,94 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+)
+
+// The disruptive lock: one flock per shared cluster, next to the run lock, for what changes the cluster
+// for the other runs while it is there (stack.Components.Disruptive: the ClusterOperator CRD — a cluster
+// serving config.openshift.io/v1 makes a restarted olm-operator take it for OpenShift and wait for a
+// Proxy API it lacks). Such a run used to have the cluster alone from Start to Stop, so nothing ran
+// beside it (make e2e ran e2e/cvo alone, after every other run). Now its specs run beside the others',
+// and the lock keeps the one thing that matters: no other run's alone section — a spec that stops and
+// starts OLM — while it is there. Rules:
+//   - a run that wants something disruptive holds the lock exclusively (its own open file: runs of one
+//     process exclude each other too) from before its stack ensures it until its Stop removed it, which
+//     happens while the run is still in its section;
+//   - the lock is only ever tried, never waited on with a section held: a run that finds it held waits
+//     to have the cluster alone (alone lets the holder go first, so it returns once the holder ended),
+//     then takes it;
+//   - alone, once it has the sections lock exclusively, tries the lock: held by another run means that
+//     run waits to be alone too (it is in no section), so alone goes back to a section and waits again.
+//     A run's own disruptive component may stay while that run is alone.
+
+// disruptivePath is the cluster's disruptive lock, next to its run lock (sections).
+func disruptivePath(sections string) string {
+	return strings.TrimSuffix(sections, ".lock") + ".disruptive.lock"
+}
+
+// disruptiveHeld reports whether a run holds the disruptive lock of the cluster whose sections lock is
+// path (an error reading it counts as held: alone then waits rather than risk it).
+func disruptiveHeld(path string) bool {
+	f, err := openLock(disruptivePath(path))
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// useDisruptive takes the disruptive lock for the run, before its stack ensures what (the disruptive
+// components). When another run holds it, the run first waits to have the cluster alone: that run
+// ends first, and no run can take it meanwhile (a run takes it in its section).
+func (r *runHold) useDisruptive(ctx context.Context, what string) error {
+	if r.disruptive != nil {
+		return nil
+	}
+	f, err := openLock(disruptivePath(r.p.path))
+	if err != nil {
+		return err
+	}
+	try := func() (bool, error) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	ok, err := try()
+	for err == nil && !ok {
+		var back func()
+		if back, err = r.alone(ctx, "another run has "+what+" on the shared cluster, and this run needs it too"); err != nil {
+			err = fmt.Errorf("wait for the run that has %s on the shared cluster to end: %w", what, err)
+			break
+		}
+		ok, err = try() // alone: no other run holds it, and none can take it meanwhile
+		back()
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("disruptive lock %s: %w", f.Name(), err)
+	}
+	r.disruptive = f
+	r.log.Info("holds the disruptive lock: other runs' specs that need the cluster alone wait for this run's end", "for", what)
+	return nil
+}
+
+// releaseDisruptive drops the run's disruptive lock, once its Stop removed what it held it for.
+func (r *runHold) releaseDisruptive() {
+	if r.disruptive != nil {
+		unlockFile(r.disruptive)
+		r.disruptive = nil
+	}
+}
+
+// holdsDisruptive reports whether the run holds the disruptive lock.
+func (r *runHold) holdsDisruptive() bool { return r.disruptive != nil }
