@@ -37,12 +37,20 @@ go_wrapper() {
   (cd "$dir" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath "$@")
 }
 
+# keep_or_replace NEW OUT: moves NEW to OUT, unless OUT already holds the same bytes: then NEW goes and
+# OUT keeps its modification time, which caches key on (envtest's etcd seeds,
+# framework/cluster/envtest/seed.go: a kind run rebuilt etcd into the same bytes, and every next
+# make test made both seeds again, its first starts racing the making).
+keep_or_replace() {
+  if [ -f "$2" ] && cmp -s "$1" "$2"; then rm -f "$1"; else mv -f "$1" "$2"; fi
+}
+
 # go_wrapper_build DIR OUT PKG [FLAGS...]: builds main package PKG (from a dependency module) in the
 # wrapper module DIR into OUT, atomically so that an interrupted build never leaves a half binary.
 go_wrapper_build() {
   local dir=$1 out=$2 pkg=$3; shift 3
   go_wrapper "$dir" "$(dirname "$out")" "$(basename "$out")" "$@" -o "$out.tmp" "$pkg"
-  mv -f "$out.tmp" "$out"
+  keep_or_replace "$out.tmp" "$out"
 }
 
 # go_wrapper_build_all DIR OUTDIR [FLAGS...] -- PKG...: go_wrapper_build for several main packages in
@@ -54,7 +62,7 @@ go_wrapper_build_all() {
   shift
   rm -rf "$tmp" && mkdir -p "$tmp"
   go_wrapper "$dir" "$outdir" "${*##*/}" "${flags[@]}" -o "$tmp/" "$@"
-  for p in "$@"; do mv -f "$tmp/${p##*/}" "$outdir/${p##*/}"; done
+  for p in "$@"; do keep_or_replace "$tmp/${p##*/}" "$outdir/${p##*/}"; done
   rmdir "$tmp"
 }
 

@@ -70,3 +70,17 @@ func TestSHA256FilesIsSha256sumThatRemembers(t *testing.T) {
 		t.Fatalf("want the remembered digest first, then the new content's as sha256sum says; got:\n%s", out)
 	}
 }
+
+// keep_or_replace keeps a binary whose rebuild came out the same (its modification time too: the envtest
+// etcd seeds are keyed on it) and replaces one that changed; either way the new file is gone.
+func TestKeepOrReplaceKeepsAnUnchangedBinary(t *testing.T) {
+	dir := t.TempDir()
+	script := `cd "` + dir + `" && printf same > out && touch -d 2020-01-01 out && printf same > new && keep_or_replace new out &&
+		[ ! -e new ] && stat -c %y out | grep -q ^2020 && echo kept &&
+		printf changed > new && keep_or_replace new out && [ ! -e new ] && [ "$(cat out)" = changed ] && echo replaced &&
+		printf first > new && keep_or_replace new missing && [ "$(cat missing)" = first ] && echo created`
+	out, ok := lib(t, script)
+	if !ok || !strings.Contains(out, "kept") || !strings.Contains(out, "replaced") || !strings.Contains(out, "created") {
+		t.Fatalf("keep_or_replace: %s", out)
+	}
+}

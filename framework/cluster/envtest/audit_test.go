@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +30,9 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	t.Setenv(envvar.AuditDir.Name, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	if envvar.EnvtestSeed.Get() != "0" {
+		waitForSeed(ctx, t, nil)
+	}
 	p, err := New(ctx, WithName("audit"), WithoutOLM(), WithWorkRoot(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
@@ -90,4 +96,27 @@ func createdClusterRoles(t *testing.T, log []byte) int {
 		}
 	}
 	return n
+}
+
+// waitForSeed makes sure the seed for crds is there before a start that must use it: after a toolchain
+// change, the first starts of a run make it, and a start meanwhile begins from an empty data dir
+// instead of waiting (seedInto).
+func waitForSeed(ctx context.Context, t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	assets, err := toolchain.EnvtestAssets()
+	must(t, err)
+	dir, err := seedDir(assets, crds)
+	must(t, err)
+	for {
+		err := ensureSeed(dir, t.TempDir(), assets, crds, testr.New(t))
+		if !errors.Is(err, errSeedBusy) {
+			must(t, err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the etcd seed %s: another process was still making it: %v", dir, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
