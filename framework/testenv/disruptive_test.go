@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,11 +36,13 @@ func TestAloneWaitsForAnotherRunsDisruptiveComponent(t *testing.T) {
 			log, said := loggerSaying("letting it finish first")
 			b := mustLock(t, pb, path, log)
 			var back func()
+			var returned atomic.Bool
 			bAlone := blocked(t, "another run's alone section while the disruptive run is in a section", func() {
 				var err error
 				if back, err = b.alone(ctx, "restarts OLM"); err != nil {
 					t.Error(err)
 				}
+				returned.Store(true)
 			})
 			// The disruptive run's own Serial spec: b waits to be alone too, and must let it in.
 			within(t, 5*time.Second, "the disruptive run's own alone section while another run waits to be alone", func() {
@@ -57,7 +60,7 @@ func TestAloneWaitsForAnotherRunsDisruptiveComponent(t *testing.T) {
 				}
 			}
 			time.Sleep(300 * time.Millisecond) // b still waits: a is back in its section, its component there
-			if back != nil {
+			if returned.Load() {
 				t.Fatal("alone returned while another run's disruptive component was there")
 			}
 			// Env.Stop: the component goes while the run is in its section, then the run ends.
