@@ -115,6 +115,26 @@ func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
 		t.Fatalf("the second stack's Teardown touched the controller it did not create: %v", err)
 	}
 
+	// On a shared cluster the disruptive part goes first, alone (framework/testenv's disruptive lock).
+	if err := second.RemoveDisruptive(ctx); err != nil {
+		t.Fatalf("RemoveDisruptive of a stack without the ClusterOperator CRD: %v", err)
+	}
+	if err := first.RemoveDisruptive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Name: coCRD.Name}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RemoveDisruptive left the ClusterOperator CRD the run created (err %v)", err)
+	}
+	if err := c.Get(ctx, dep, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}}); err != nil {
+		t.Errorf("RemoveDisruptive removed more than the disruptive part: the controller's Deployment: %v", err)
+	}
+	if slices.Contains(first.Created(), "CustomResourceDefinition "+coCRD.Name) {
+		t.Errorf("after RemoveDisruptive the stack still lists the CRD as created: %v", first.Created())
+	}
+	if err := first.RemoveDisruptive(ctx); err != nil {
+		t.Errorf("RemoveDisruptive again: %v, want nothing to do", err)
+	}
+
 	if err := first.Teardown(ctx); err != nil {
 		t.Fatal(err)
 	}
