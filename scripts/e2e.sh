@@ -124,8 +124,8 @@ else
   # e2e/cvo may run beside them (E2E_LAST= ): only a spec that restarts OLM must not meet its
   # ClusterOperator CRD, and the disruptive lock sees to that (framework/testenv/disruptive.go). On 2
   # cores that gained nothing — the run is CPU-bound, and its Widget spec adds to the API-lock waits of
-  # the AllNamespaces cases: 204 and 254 s against 206 and 214 s last, interleaved (2026-11-27) — so it
-  # stays last by default. Each one's output goes to a file, printed when it ends.
+  # the AllNamespaces cases: 254, 204, 179, 223 s against 206, 214, 198, 183 s last, interleaved
+  # (2026-11-27) — so it stays last by default. Each one's output goes to a file, printed when it ends.
   last=" ${E2E_LAST-cvo} "
   pids=() names=() logs=() starts=() reports=()
   # The suites run from their kept test binaries (scripts/testbin's cache, shared with make test, linked
