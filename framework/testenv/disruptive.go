@@ -11,10 +11,10 @@ import (
 // The disruptive lock: one flock per shared cluster, next to the run lock, for what changes the cluster
 // for the other runs while it is there (stack.Components.Disruptive: the ClusterOperator CRD — a cluster
 // serving config.openshift.io/v1 makes a restarted olm-operator take it for OpenShift and wait for a
-// Proxy API it lacks). Such a run used to have the cluster alone from Start to Stop, so nothing ran
-// beside it (make e2e ran e2e/cvo alone, after every other run). Now its specs run beside the others',
-// and the lock keeps the one thing that matters: no other run's alone section — a spec that stops and
-// starts OLM — while it is there. Rules:
+// Proxy API it lacks). Such a run used to have the cluster alone from Start to Stop, so nothing could
+// run beside it. Now its specs may run beside other runs' (make e2e still runs e2e/cvo last: on 2 cores
+// that was faster), and the lock keeps the one thing that matters: no other run's alone section — a
+// spec that stops and starts OLM — while it is there. Rules:
 //   - a run that wants something disruptive holds the lock exclusively (its own open file: runs of one
 //     process exclude each other too) from before its stack ensures it until its Stop removed it, which
 //     happens while the run is still in its section;
@@ -31,18 +31,21 @@ func disruptivePath(sections string) string {
 }
 
 // disruptiveHeld reports whether a run holds the disruptive lock of the cluster whose sections lock is
-// path (an error reading it counts as held: alone then waits rather than risk it).
-func disruptiveHeld(path string) bool {
+// path.
+func disruptiveHeld(path string) (bool, error) {
 	f, err := openLock(disruptivePath(path))
 	if err != nil {
-		return true
+		return false, err
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return true
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return true, nil
+		}
+		return false, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
+	return false, nil
 }
 
 // useDisruptive takes the disruptive lock for the run, before its stack ensures what (the disruptive

@@ -109,11 +109,11 @@ func TestSecondDisruptiveRunWaitsForTheFirst(t *testing.T) {
 	if !strings.Contains(strings.Join(said(), "\n"), "another run has the CRD on the shared cluster") {
 		t.Errorf("the waiting run's log does not say what it waits for: %q", said())
 	}
-	if !disruptiveHeld(path) {
-		t.Error("disruptiveHeld: false while a run holds the lock")
+	if held, err := disruptiveHeld(path); !held || err != nil {
+		t.Errorf("disruptiveHeld: %v, %v while a run holds the lock", held, err)
 	}
 	_ = c.release(ctx, "", nil)
-	if disruptiveHeld(path) {
-		t.Error("disruptiveHeld: true after the last holder ended (release drops it)")
+	if held, err := disruptiveHeld(path); held || err != nil {
+		t.Errorf("disruptiveHeld: %v, %v after the last holder ended (release drops it)", held, err)
 	}
 }

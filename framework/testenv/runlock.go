@@ -159,7 +159,15 @@ func (r *runHold) alone(ctx context.Context, why string) (back func(), err error
 			r.shareLocked()
 			return nil, err
 		}
-		if r.disruptive != nil || !disruptiveHeld(p.path) {
+		if r.disruptive != nil {
+			break
+		}
+		held, err := disruptiveHeld(p.path)
+		if err != nil {
+			r.shareLocked()
+			return nil, fmt.Errorf("have the shared cluster alone (%s): %w", why, err)
+		}
+		if !held {
 			break
 		}
 		// Another run's disruptive component is on the cluster, and that run waits to be alone too (no
