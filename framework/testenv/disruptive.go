@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 )
@@ -38,14 +39,23 @@ func disruptiveHeld(path string) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return true, nil
-		}
+	got, err := tryExclusive(f)
+	if got {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}
+	return !got && err == nil, err
+}
+
+// tryExclusive takes f's flock exclusively if nobody holds it, without waiting.
+func tryExclusive(f *os.File) (bool, error) {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil
+	}
+	if err != nil {
 		return false, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false, nil
+	return true, nil
 }
 
 // useDisruptive takes the disruptive lock for the run, before its stack ensures what (the disruptive
@@ -59,26 +69,19 @@ func (r *runHold) useDisruptive(ctx context.Context, what string) error {
 	if err != nil {
 		return err
 	}
-	try := func() (bool, error) {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	ok, err := try()
+	ok, err := tryExclusive(f)
 	for err == nil && !ok {
 		var back func()
 		if back, err = r.alone(ctx, "another run has "+what+" on the shared cluster, and this run needs it too"); err != nil {
 			err = fmt.Errorf("wait for the run that has %s on the shared cluster to end: %w", what, err)
 			break
 		}
-		ok, err = try() // alone: no other run holds it, and none can take it meanwhile
+		ok, err = tryExclusive(f) // alone: no other run holds it, and none can take it meanwhile
 		back()
 	}
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("disruptive lock %s: %w", f.Name(), err)
+		return fmt.Errorf("disruptive lock: %w", err)
 	}
 	r.disruptive = f
 	r.log.Info("holds the disruptive lock: other runs' specs that need the cluster alone wait for this run's end", "for", what)
