@@ -145,6 +145,7 @@ func (m *coConditionMatcher) NegatedFailureMessage(interface{}) string {
 type coVersionMatcher struct {
 	name, version string
 	all           []configv1.OperandVersion
+	progress      []configv1.ClusterOperatorStatusCondition // Progressing and Degraded: why a version is not reached
 }
 
 func (m *coVersionMatcher) Match(actual interface{}) (bool, error) {
@@ -153,12 +154,22 @@ func (m *coVersionMatcher) Match(actual interface{}) (bool, error) {
 		return false, err
 	}
 	m.all = st.Versions
+	m.progress = nil
+	for _, t := range []configv1.ClusterStatusConditionType{configv1.OperatorProgressing, configv1.OperatorDegraded} {
+		if c := st.FindCondition(t); c != nil {
+			m.progress = append(m.progress, *c)
+		}
+	}
 	v, ok := st.FindVersion(m.name)
 	return ok && v == m.version, nil
 }
 
 func (m *coVersionMatcher) FailureMessage(interface{}) string {
-	return fmt.Sprintf("Expected the ClusterOperator to report version %s=%s, but its versions are %v", m.name, m.version, m.all)
+	msg := fmt.Sprintf("Expected the ClusterOperator to report version %s=%s, but its versions are %v", m.name, m.version, m.all)
+	for _, c := range m.progress {
+		msg += fmt.Sprintf("; %s=%s reason=%q message=%q", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return msg
 }
 
 func (m *coVersionMatcher) NegatedFailureMessage(interface{}) string {

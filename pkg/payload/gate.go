@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // reSemVer is SemVer 2.0.0 as blang/semver (the CVO's parser) accepts it: three numbers without
@@ -47,4 +48,27 @@ func parseSemVer(v string) ([3]uint64, bool) {
 		out[i] = n
 	}
 	return out, true
+}
+
+// RetargetWarning is the warning of an update to target that starts while a minor or major update
+// from completed to underWay has not completed and deletions are in progress: target is a z-stream
+// of underWay, so Upgradeable=False does not refuse it, but the step from completed is still the
+// minor or major one. The CVO's Upgradeable precondition warns the same way, without blocking
+// (majorOrMinorUpdateFrom in pkg/payload/precondition/clusterversion/upgradeable.go). Empty when no
+// such update is under way, or target is underWay itself (the same update starting again).
+func RetargetWarning(completed, underWay, target string) string {
+	if underWay == "" || target == underWay {
+		return ""
+	}
+	u, okUnderWay := parseSemVer(underWay)
+	t, okTarget := parseSemVer(target)
+	if !okUnderWay || !okTarget || u[0] != t[0] || u[1] != t[1] {
+		return ""
+	}
+	if forward, _, err := UpgradeGate(completed, underWay); err != nil || !forward { // forward only, as the CVO's UpdateType
+		return ""
+	}
+	kind, _ := ClassifyUpdate(completed, underWay)
+	return fmt.Sprintf("The update to %s retargets the %s update from %s to %s, which has not completed: as a z-stream of %s it is not refused while resource deletions are in progress.",
+		target, strings.ToLower(string(kind)), completed, underWay, underWay)
 }

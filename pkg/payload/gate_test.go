@@ -47,3 +47,33 @@ func TestCanUpgradeIgnoresDeletesForADowngrade(t *testing.T) {
 		t.Fatalf("a minor update is gated: ok=%v msg=%q", ok, msg)
 	}
 }
+
+// A z-stream retarget of a minor or major update under way warns (the CVO's majorOrMinorUpdateFrom);
+// nothing else does: the same update starting again, a patch update under way, a downgrade under
+// way, a different minor, or no update under way.
+func TestRetargetWarningOnlyForAZStreamOfAMinorOrMajorUpdateUnderWay(t *testing.T) {
+	for _, tc := range []struct {
+		completed, underWay, target string
+		warns                       bool
+	}{
+		{completed: "1.0.0", underWay: "1.1.0", target: "1.1.1", warns: true},
+		{completed: "1.9.3", underWay: "2.0.0", target: "2.0.4", warns: true},
+		{completed: "1.0.0", underWay: "1.1.2", target: "1.1.0", warns: true}, // a z-stream back within 1.1
+		{completed: "1.0.0", underWay: "1.1.0", target: "1.1.0"},
+		{completed: "1.0.0", underWay: "", target: "1.0.1"},
+		{completed: "1.0.0", underWay: "1.0.1", target: "1.0.2"},
+		{completed: "1.2.0", underWay: "1.1.0", target: "1.1.1"},
+		{completed: "1.0.0", underWay: "1.1.0", target: "1.2.0"},
+		{completed: "1.0.0", underWay: "1.1.0", target: "1.0.0"},
+		{completed: "1.0", underWay: "1.1.0", target: "1.1.1"},
+		{completed: "1.0.0", underWay: "1.1.0", target: "1.1"},
+	} {
+		got := RetargetWarning(tc.completed, tc.underWay, tc.target)
+		if (got != "") != tc.warns {
+			t.Errorf("RetargetWarning(%q, %q, %q) = %q; want a warning: %v", tc.completed, tc.underWay, tc.target, got, tc.warns)
+		}
+		if got != "" && !(strings.Contains(got, tc.completed) && strings.Contains(got, tc.underWay) && strings.Contains(got, tc.target)) {
+			t.Errorf("the warning must name the three versions: %q", got)
+		}
+	}
+}

@@ -135,13 +135,19 @@ func (a *Applier) Run(ctx context.Context, p *payload.Payload, mode Mode) (Resul
 	// Deletions no longer in this payload are still checked, so Upgradeable can clear.
 	a.refreshOrphanDeletes(ctx, run, p)
 
-	if mode == ModeUpdate && !a.opts.Force {
-		if berr := a.upgradeBlocked(ctx, run, prev, p.Version, res.UpdateKind); berr != nil {
-			a.message(run, nil, SeverityWarning, berr.Error())
-			res.Err = berr
-			a.writeStatus(ctx, statusInput{run: run, phase: phaseBlocked, err: berr})
-			a.finishResult(&res, run, p)
-			return res, berr
+	if mode == ModeUpdate {
+		if !a.opts.Force {
+			if berr := a.upgradeBlocked(ctx, run, prev, a.state.gateFrom(), p.Version, res.UpdateKind); berr != nil {
+				a.message(run, nil, SeverityWarning, berr.Error())
+				res.Err = berr
+				a.writeStatus(ctx, statusInput{run: run, phase: phaseBlocked, err: berr})
+				a.finishResult(&res, run, p)
+				return res, berr
+			}
+		}
+		// Before any request of the pass: once started, an update is not refused by its own deletes.
+		if err := a.state.startUpdate(ctx, p.Version); err != nil {
+			a.message(run, nil, SeverityWarning, fmt.Sprintf("Cannot persist applier state: %v", err))
 		}
 	}
 
@@ -227,15 +233,14 @@ func (a *Applier) State(ctx context.Context) (State, error) {
 	return a.state.snapshot(), nil
 }
 
-// CanUpgradeTo reports whether an update from the current version to version may start: only a
-// minor or major step forward may not while deletions are in progress (payload.UpgradeGate; the
+// CanUpgradeTo reports whether an update to version may start: only a minor or major step forward
+// from the update under way (else from the current version) may not while deletions are in progress (payload.UpgradeGate; the
 // message is then the Upgradeable=False message).
 func (a *Applier) CanUpgradeTo(ctx context.Context, version string) (bool, string, error) {
 	if err := a.state.load(ctx); err != nil {
 		return false, "", err
 	}
-	current, _ := a.state.version()
-	return payload.CanUpgrade(current, version, a.state.inProgressNames())
+	return payload.CanUpgrade(a.state.gateFrom(), version, a.state.inProgressNames())
 }
 
 // CurrentVersion is the last completely applied payload version.

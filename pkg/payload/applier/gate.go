@@ -6,15 +6,21 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 )
 
-// upgradeBlocked is the Upgradeable precondition of an update from current to target: it checks
-// the unverified deletions only when payload.UpgradeGate gates the update (or cannot judge the
-// target), and refuses it while some remain. A current version that is not SemVer only warns.
-func (a *Applier) upgradeBlocked(ctx context.Context, run *runState, current, target string, kind payload.UpdateKind) *UpgradeBlockedError {
-	gated, warning, err := payload.UpgradeGate(current, target)
+// upgradeBlocked is the Upgradeable precondition of an update to target: it compares target with
+// from (the update under way, else the last completed version: tracker.gateFrom), checks the
+// unverified deletions only when payload.UpgradeGate gates the step (or cannot judge the target),
+// and refuses it while some remain. A current version that is not SemVer only warns, and so does a
+// z-stream retarget of a minor or major update under way while deletions remain.
+func (a *Applier) upgradeBlocked(ctx context.Context, run *runState, completed, from, target string, kind payload.UpdateKind) *UpgradeBlockedError {
+	gated, warning, err := payload.UpgradeGate(from, target)
 	if warning != "" {
 		a.message(run, nil, SeverityWarning, warning)
 	}
-	if !gated && err == nil {
+	retarget := ""
+	if from != completed {
+		retarget = payload.RetargetWarning(completed, from, target)
+	}
+	if !gated && err == nil && retarget == "" {
 		return nil
 	}
 	pending := a.verifyInProgress(ctx, run)
@@ -22,8 +28,12 @@ func (a *Applier) upgradeBlocked(ctx context.Context, run *runState, current, ta
 		return nil
 	}
 	msg := payload.UpgradeableMessage(pending)
+	if !gated && err == nil {
+		a.message(run, nil, SeverityWarning, retarget+" "+msg)
+		return nil
+	}
 	if err != nil {
 		msg = err.Error() + "; " + msg
 	}
-	return &UpgradeBlockedError{Current: current, Target: target, Kind: kind, Message: msg}
+	return &UpgradeBlockedError{Current: from, Target: target, Kind: kind, Message: msg}
 }

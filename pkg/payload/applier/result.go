@@ -179,6 +179,8 @@ func (e *PassError) Unwrap() []error {
 // UpgradeBlockedError is returned when a minor/major update is refused because deletions of the
 // current version are still in progress (Upgradeable=False), unless Options.Force.
 type UpgradeBlockedError struct {
+	// Current is the version the target was compared with: the update under way (State.Target),
+	// else the last completed version.
 	Current, Target string
 	Kind            payload.UpdateKind
 	Message         string

@@ -35,7 +35,13 @@ type State struct {
 	// Version is the last completely applied payload version.
 	Version string `json:"version,omitempty"`
 	// Hash is that payload's content hash.
-	Hash    string         `json:"hash,omitempty"`
+	Hash string `json:"hash,omitempty"`
+	// Target is the version of an update under way: one whose pass started (the Upgradeable
+	// precondition let it) and that no pass has completed since. The precondition compares a later
+	// update with it, not with Version, as the CVO compares with ClusterVersion's status.desired:
+	// the update's own deletes must not refuse it when it starts again after a restart or a
+	// superseded pass. Empty when no update is under way.
+	Target  string         `json:"target,omitempty"`
 	Deletes []DeleteRecord `json:"deletes,omitempty"`
 }
 

@@ -19,11 +19,19 @@ import (
 // ErrSuperseded or completes, every Delete it sent is recorded in the persisted state (a restarted
 // applier knows it), the next full pass completes, each marked object got exactly one Delete over both
 // passes (a lost record would make the next pass send a second one), and the unmarked object none.
+// Both a z-stream and a minor update: the minor one starts again with its own deletes pending, which
+// the Upgradeable precondition must not refuse (it compares with the update under way).
 func TestASupersededPassRecordsEveryDeleteItSent(t *testing.T) {
+	for _, target := range []string{"1.0.1", "1.1.0"} {
+		t.Run(target, func(t *testing.T) { supersedeAfterEachCall(t, target) })
+	}
+}
+
+func supersedeAfterEachCall(t *testing.T, target string) {
 	const held = "cleanup-e2e.io/hold"
 	object := func(i int) string { return fmt.Sprintf("o%d", i) }
 	file := func(i int) string { return fmt.Sprintf("0000_10_app_%02d_o.yaml", i) }
-	installed, marked := pt.New("1.0.0"), pt.New("1.0.1") // a z-stream: the gate lets it start again with deletes pending
+	installed, marked := pt.New("1.0.0"), pt.New(target)
 	for i := range 4 {
 		installed.File(file(i), pt.WithFinalizers(pt.ConfigMap("app", object(i), nil), held))
 		if i < 3 {

@@ -79,10 +79,39 @@ func (t *tracker) version() (string, string) {
 	return t.state.Version, t.state.Hash
 }
 
+// setVersion records a completed pass: no update is under way after it.
 func (t *tracker) setVersion(ctx context.Context, version, hash string) error {
 	t.mu.Lock()
-	t.state.Version, t.state.Hash = version, hash
+	t.state.Version, t.state.Hash, t.state.Target = version, hash, ""
 	t.mu.Unlock()
+	return t.save(ctx)
+}
+
+// gateFrom is the version the Upgradeable precondition compares an update with: the update under
+// way, else the last completed version (State.Target).
+func (t *tracker) gateFrom() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state.Target != "" {
+		return t.state.Target
+	}
+	return t.state.Version
+}
+
+// startUpdate records that an update to version started, before its pass sends any request; it
+// saves only a change. Re-applying the completed version ends an update under way (a rollback).
+func (t *tracker) startUpdate(ctx context.Context, version string) error {
+	t.mu.Lock()
+	target := version
+	if target == t.state.Version {
+		target = ""
+	}
+	changed := t.state.Target != target
+	t.state.Target = target
+	t.mu.Unlock()
+	if !changed {
+		return nil
+	}
 	return t.save(ctx)
 }
 
@@ -113,7 +142,7 @@ func (t *tracker) inProgressNames() []string {
 func (t *tracker) snapshot() State {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := State{Version: t.state.Version, Hash: t.state.Hash}
+	s := State{Version: t.state.Version, Hash: t.state.Hash, Target: t.state.Target}
 	keys := make([]string, 0, len(t.deletes))
 	for k := range t.deletes {
 		keys = append(keys, k)

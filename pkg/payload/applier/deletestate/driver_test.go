@@ -155,6 +155,9 @@ func (d *driver) compareState() error {
 	if st.Version != d.model.version {
 		return fmt.Errorf("current version: applier %q, model %q", st.Version, d.model.version)
 	}
+	if st.Target != d.model.target {
+		return fmt.Errorf("update under way: applier %q, model %q", st.Target, d.model.target)
+	}
 	return nil
 }
 

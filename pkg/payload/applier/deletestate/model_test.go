@@ -14,7 +14,9 @@ import (
 //   - records are persisted, so a restart changes nothing (the CVO forgets them);
 //   - a manifest applied again (not marked) ends its object's record (the CVO never does; its
 //     restart on every upgrade hides that);
-//   - a pending record whose manifest left the payload is still checked each pass.
+//   - a pending record whose manifest left the payload is still checked each pass;
+//   - the update under way is persisted (State.Target) where the CVO keeps it in ClusterVersion's
+//     status.desired: either way the precondition compares a later update with it.
 
 // record is what the applier remembers about deleting one object.
 type record int
@@ -43,6 +45,7 @@ type model struct {
 	held    [numObjects]bool // the live object carries the hold finalizer
 	records [numObjects]record
 	version string // last completely applied payload
+	target  string // an update started and not completed since ("" when none): the precondition's "from"
 }
 
 // expectation is what one pass must do.
@@ -59,7 +62,13 @@ func (m *model) pass(p payloadSpec, mode applier.Mode) expectation {
 			m.records[i] = verified
 		}
 	}
-	if mode == applier.ModeUpdate && gated(m.version, p.version) {
+	from := m.version
+	if m.target != "" {
+		from = m.target // the CVO compares with status.desired: the update under way
+	}
+	// A z-stream retarget of a minor update under way also looks at the pending deletes (to warn).
+	retarget := m.target != "" && m.target != p.version && sameMinor(m.target, p.version) && gated(m.version, m.target)
+	if mode == applier.ModeUpdate && (gated(from, p.version) || retarget) {
 		stillPending := false
 		for i := range m.records {
 			if m.records[i] == pending && m.objects[i] == absent {
@@ -67,9 +76,15 @@ func (m *model) pass(p payloadSpec, mode applier.Mode) expectation {
 			}
 			stillPending = stillPending || m.records[i] == pending
 		}
-		if stillPending {
+		if stillPending && !retarget {
 			exp.blocked = true
 			return exp
+		}
+	}
+	if mode == applier.ModeUpdate {
+		m.target = p.version
+		if m.target == m.version {
+			m.target = ""
 		}
 	}
 	exp.completed = true
@@ -87,7 +102,7 @@ func (m *model) pass(p payloadSpec, mode applier.Mode) expectation {
 		}
 	}
 	if exp.completed {
-		m.version = p.version
+		m.version, m.target = p.version, ""
 	}
 	return exp
 }
@@ -158,6 +173,11 @@ func gated(current, target string) bool {
 		return false
 	}
 	return t[0] > c[0] || (t[0] == c[0] && t[1] > c[1])
+}
+
+func sameMinor(a, b string) bool {
+	x, y := parse(a), parse(b)
+	return x[0] == y[0] && x[1] == y[1]
 }
 
 func parse(v string) [3]int {
