@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cleanup-e2e/cleanup-e2e/internal/srcdir"
 )
 
 // Bundle annotation keys (metadata/annotations.yaml).
@@ -30,10 +32,11 @@ const (
 )
 
 // Root is the directory holding the bundles and the catalog (this package's directory). It is found
-// from this source file, so it works in this repository's tests.
+// from this source file (internal/srcdir: also in a -trimpath build), so it works in this
+// repository's tests.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
+	return srcdir.Of(file)
 }
 
 // Dir is the directory of the bundle of package name at version; the version may omit its "v":

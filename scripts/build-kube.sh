@@ -26,14 +26,30 @@ write_wrapper() {
     echo "require k8s.io/kubernetes $KUBE_VERSION"
     echo
     grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$mod" | awk -v v="$KUBE_STAGING_VERSION" '{print "replace " $1 " => " $1 " " v}'
+    echo
+    # Our module's requirements too: the build list then takes the newer of Kubernetes' and ours for
+    # each module, so the packages both use compile to the same thing (in lib.sh's one mode) and are
+    # shared in the Go build cache with our test binaries and images (README, fidelity).
+    our_requirements | awk '{print "require " $1 " " $2}'
   } > "$src/go.mod.new"
   mv "$src/go.mod.new" "$src/go.mod"
   echo "package wrapper" > "$src/doc.go"
 }
 
-if ! stamp_ok "$src/.stamp" "$KUBE_VERSION/$KUBE_STAGING_VERSION"; then
-  step "generate kubernetes wrapper module ($KUBE_VERSION)" write_wrapper
-  echo "$KUBE_VERSION/$KUBE_STAGING_VERSION" > "$src/.stamp"
+# our_requirements: "module version" for every requirement of our go.mod (Go ≥ 1.17 lists every module
+# that provides a package to the build), but k8s.io/kubernetes.
+our_requirements() {
+  sed -e 's|//.*||' "$REPO_ROOT/go.mod" | awk '
+    /^require \($/ { inside = 1; next }
+    inside && /^\)/ { inside = 0; next }
+    inside && NF == 2 { print $1, $2 }
+    /^require [^(]/ && NF == 3 { print $2, $3 }' | grep -v '^k8s.io/kubernetes '
+}
+
+stamp="$KUBE_VERSION/$KUBE_STAGING_VERSION/$(our_requirements | sha256sum | cut -c1-16)"
+if ! stamp_ok "$src/.stamp" "$stamp"; then
+  step "generate kubernetes wrapper module ($KUBE_VERSION, with our module's requirements)" write_wrapper
+  echo "$stamp" > "$src/.stamp"
 fi
 
 major=${KUBE_VERSION#v}; major=${major%%.*}
@@ -75,4 +91,4 @@ else
   est="cold ≈ 2 min on 2 cores, Kubernetes' shared packages already compiled"
 fi
 step "build ${missing[*]} $KUBE_VERSION ($est; seconds from a warm Go build cache)" \
-  go_wrapper_build_all "$src" "$out" -tags selinux,notest,grpcnotrace -ldflags "$ldflags" -- "${missing[@]/#/k8s.io/kubernetes/cmd/}"
+  go_wrapper_build_all "$src" "$out" -tags "$GO_TAGS" -ldflags "$ldflags" -- "${missing[@]/#/k8s.io/kubernetes/cmd/}"

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+
+	"github.com/cleanup-e2e/cleanup-e2e/internal/srcdir"
 )
 
 // Pinned versions; scripts/versions.env holds the same values for the build scripts (a unit test keeps
@@ -39,7 +41,7 @@ func RepoRoot() string {
 	if !ok {
 		return "."
 	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(srcdir.Of(file), "..", "..")) // internal/srcdir: also in a -trimpath build
 }
 
 // Binary describes one tool: where the build script puts it and how to check its version.
