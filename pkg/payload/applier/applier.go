@@ -234,8 +234,8 @@ func (a *Applier) State(ctx context.Context) (State, error) {
 }
 
 // CanUpgradeTo reports whether an update to version may start: only a minor or major step forward
-// from the update under way (else from the current version) may not while deletions are in progress (payload.UpgradeGate; the
-// message is then the Upgradeable=False message).
+// from the update under way (else from the current version) may not while deletions are in progress
+// (payload.UpgradeGate; the message is then the Upgradeable=False message).
 func (a *Applier) CanUpgradeTo(ctx context.Context, version string) (bool, string, error) {
 	if err := a.state.load(ctx); err != nil {
 		return false, "", err
