@@ -57,11 +57,22 @@ case $PROVIDER in
     trap stop_background_runs EXIT
     trap 'log "interrupted"; exit 130' INT TERM
     prebuilt=$ARTIFACTS/prebuild.out
-    log "==> Go programs of the run, in the background (scripts/e2e-prebuild.sh; output: $ARTIFACTS/prebuild.log)"
-    setsid bash scripts/e2e-prebuild.sh >"$prebuilt" 2>"$ARTIFACTS/prebuild.log" &
-    prebuild_pid=$!
+    prebuild() {
+      log "==> Go programs of the run, in the background (scripts/e2e-prebuild.sh; output: $ARTIFACTS/prebuild.log)"
+      setsid bash scripts/e2e-prebuild.sh >"$prebuilt" 2>"$ARTIFACTS/prebuild.log" &
+      prebuild_pid=$!
+    }
+    # Without the node's Kubernetes binaries, node-image.sh compiles Kubernetes in the compile mode the
+    # prebuild uses too (lib.sh): side by side, both compiled the same packages at once (the go command
+    # shares no compile in flight), so the prebuild then starts after the node image, from their cache.
+    kube_built=1
+    for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl; do
+      [ -x "$BIN_DIR/kube-$KUBE_VERSION/$b" ] || kube_built=0
+    done
+    [ "$kube_built" = 0 ] || prebuild
     [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
     step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh
+    [ "$kube_built" = 1 ] || prebuild
     step "images (scripts/images.sh)" bash scripts/images.sh
     prebuild_wait=$SECONDS
     prebuild_rc=0
