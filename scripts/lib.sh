@@ -15,9 +15,9 @@ mkdir -p "$BIN_DIR"
 # One compile mode for every go command the scripts run (the toolchain, the images, the test binaries):
 # static, -trimpath, Kubernetes' build tags. A package compiled for one is then in the Go build cache
 # for the others, and ≈ 83 % of our dependencies' source is also in kube-apiserver and
-# kube-controller-manager, which build-kube.sh builds at our dependencies' versions. Test binaries
-# were CGO with full paths: a cold machine compiled those packages twice. Trimmed paths read
-# github.com/cleanup-e2e/cleanup-e2e/… in stack traces (internal/srcdir finds files beside the source).
+# kube-controller-manager, which build-kube.sh builds at our dependencies' versions; in another mode
+# a cold machine compiles them a second time. Trimmed paths read github.com/cleanup-e2e/cleanup-e2e/…
+# in stack traces (internal/srcdir finds the files kept beside the source).
 GO_TAGS=selinux,notest,grpcnotrace
 export CGO_ENABLED=${CGO_ENABLED:-0}
 case " ${GOFLAGS:-} " in
