@@ -8,7 +8,6 @@
 # Usage: scripts/build-kube.sh [binary...]   (default: kube-apiserver kube-controller-manager)
 . "$(dirname "$0")/lib.sh"
 
-ALL="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
 want=${*:-kube-apiserver kube-controller-manager}
 out=$BIN_DIR/kube-$KUBE_VERSION
 src=$CACHE_DIR/src/kube-$KUBE_VERSION
@@ -71,7 +70,7 @@ version_of() {
 
 missing=()
 for b in $want; do
-  case " $ALL " in *" $b "*) ;; *) die "unknown binary $b (known: $ALL)";; esac
+  case " $KUBE_BINARIES " in *" $b "*) ;; *) die "unknown binary $b (known: $KUBE_BINARIES)";; esac
   # Capture before matching: grep -q exiting early would fail the pipe under pipefail.
   have=$( [ -x "$out/$b" ] && version_of "$out/$b" || true)
   if [[ $have == *"$KUBE_VERSION"* ]]; then

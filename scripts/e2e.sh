@@ -66,7 +66,7 @@ case $PROVIDER in
     # prebuild uses too (lib.sh): side by side, both compiled the same packages at once (the go command
     # shares no compile in flight), so the prebuild then starts after the node image, from their cache.
     kube_built=1
-    for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl; do
+    for b in $KUBE_BINARIES; do
       [ -x "$BIN_DIR/kube-$KUBE_VERSION/$b" ] || kube_built=0
     done
     [ "$kube_built" = 0 ] || prebuild

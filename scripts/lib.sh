@@ -19,6 +19,9 @@ mkdir -p "$BIN_DIR"
 # a cold machine compiles them a second time. Trimmed paths read github.com/cleanup-e2e/cleanup-e2e/…
 # in stack traces (internal/srcdir finds the files kept beside the source).
 GO_TAGS=selinux,notest,grpcnotrace
+
+# Every Kubernetes binary build-kube.sh knows; a kind node image needs them all.
+KUBE_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
 export CGO_ENABLED=${CGO_ENABLED:-0}
 case " ${GOFLAGS:-} " in
   *" -trimpath "*) ;;

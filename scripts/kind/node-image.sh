@@ -81,11 +81,11 @@ fi
 # --- 2. binaries (each script is a no-op when cached)
 step "binaries" >&2 bash -c '
   set -e
-  "$0/scripts/build-kube.sh" kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl
+  "$0/scripts/build-kube.sh" $1
   "$0/scripts/build-etcd.sh"
   "$0/scripts/build-coredns.sh"
   "$0/scripts/build-crictl.sh"
-  "$0/scripts/kind/build-pause.sh"' "$REPO_ROOT"
+  "$0/scripts/kind/build-pause.sh"' "$REPO_ROOT" "$KUBE_BINARIES"
 KUBE_BIN=$BIN_DIR/kube-$KUBE_VERSION
 ETCD_BIN=$BIN_DIR/etcd-$ETCD_VERSION/etcd
 COREDNS_BIN=$BIN_DIR/coredns-$COREDNS_VERSION/coredns
