@@ -16,11 +16,12 @@ func (a *Applier) upgradeBlocked(ctx context.Context, run *runState, completed, 
 	if warning != "" {
 		a.message(run, nil, SeverityWarning, warning)
 	}
+	refuses := gated || err != nil // with deletions in progress; otherwise it may only warn
 	retarget := ""
-	if from != completed {
+	if !refuses && from != completed {
 		retarget = payload.RetargetWarning(completed, from, target)
 	}
-	if !gated && err == nil && retarget == "" {
+	if !refuses && retarget == "" {
 		return nil
 	}
 	pending := a.verifyInProgress(ctx, run)
@@ -28,7 +29,7 @@ func (a *Applier) upgradeBlocked(ctx context.Context, run *runState, completed, 
 		return nil
 	}
 	msg := payload.UpgradeableMessage(pending)
-	if !gated && err == nil {
+	if !refuses {
 		a.message(run, nil, SeverityWarning, retarget+" "+msg)
 		return nil
 	}
