@@ -19,14 +19,14 @@ mkdir -p "$BIN_DIR"
 # a cold machine compiles them a second time. Trimmed paths read github.com/cleanup-e2e/cleanup-e2e/…
 # in stack traces (internal/srcdir finds the files kept beside the source).
 GO_TAGS=selinux,notest,grpcnotrace
-
-# Every Kubernetes binary build-kube.sh knows; a kind node image needs them all.
-KUBE_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
 export CGO_ENABLED=${CGO_ENABLED:-0}
 case " ${GOFLAGS:-} " in
   *" -trimpath "*) ;;
   *) export GOFLAGS="-trimpath -tags=$GO_TAGS${GOFLAGS:+ $GOFLAGS}" ;;
 esac
+
+# Every Kubernetes binary build-kube.sh knows; a kind node image needs them all.
+KUBE_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -50,7 +50,7 @@ go_wrapper() {
   # a cold run fills ≈ 10 GB of Go build cache in all; a single Kubernetes binary ≈ 3 GB
   require_free_space "$(go env GOCACHE)" 3 "building $what (Go build cache)"
   require_free_space "$outdir" 1 "building $what (binary cache)"
-  (cd "$dir" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -trimpath "$@")
+  (cd "$dir" && go build -mod=mod "$@") # static and -trimpath: the one compile mode above
 }
 
 # keep_or_replace NEW OUT: moves NEW to OUT, unless OUT already holds the same bytes: then NEW goes and
