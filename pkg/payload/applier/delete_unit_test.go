@@ -17,7 +17,14 @@ import (
 
 // Issue 13 item 5, deliberate choices pinned on an in-memory cluster with injected API answers.
 
-const unitFile = "0000_10_app_00_x.yaml"
+const (
+	unitFile = "0000_10_app_00_x.yaml"
+	// unitHold is a finalizer nobody removes: a deleted object stays pending until the test removes it.
+	unitHold = "cleanup-e2e.io/hold"
+)
+
+// unitOptions are the unit tests' applier options: no ClusterOperator status, short task retries.
+var unitOptions = Options{Namespace: "applier", DisableStatus: true, TaskRetryTimeout: time.Second}
 
 func unitPass(t *testing.T, a *Applier, b *pt.Builder, mode Mode) Result {
 	t.Helper()
@@ -38,8 +45,8 @@ func TestTrackedDeleteSurvivesATransientGetError(t *testing.T) {
 		}
 		return c.Get(ctx, key, obj, opts...)
 	}})
-	a := New(c, nil, Options{Namespace: "applier", DisableStatus: true, TaskRetryTimeout: time.Second})
-	held := pt.WithFinalizers(pt.ConfigMap("app", "x", nil), "cleanup-e2e.io/hold")
+	a := New(c, nil, unitOptions)
+	held := pt.WithFinalizers(pt.ConfigMap("app", "x", nil), unitHold)
 	unitPass(t, a, pt.New("1.0.0").File(unitFile, held), ModeInstall)
 	marked := pt.New("1.0.1").File(unitFile, pt.Delete(pt.ConfigMap("app", "x", nil)))
 	if got := unitPass(t, a, marked, ModeUpdate).Task(unitFile).Outcome; got != OutcomeDeleteRequested {
@@ -68,7 +75,7 @@ func TestDeleteAnsweredNotFoundCompletes(t *testing.T) {
 		_ = c.Delete(ctx, obj, opts...)
 		return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, obj.GetName())
 	}})
-	a := New(c, nil, Options{Namespace: "applier", DisableStatus: true, TaskRetryTimeout: time.Second})
+	a := New(c, nil, unitOptions)
 	unitPass(t, a, pt.New("1.0.0").File(unitFile, pt.ConfigMap("app", "x", nil)), ModeInstall)
 	res := unitPass(t, a, pt.New("1.0.1").File(unitFile, pt.Delete(pt.ConfigMap("app", "x", nil))), ModeUpdate)
 	r := payload.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "app", Name: "x"}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,16 +27,15 @@ func TestASupersededPassRecordsEveryDeleteItSent(t *testing.T) {
 }
 
 func supersedeAfterEachCall(t *testing.T, target string) {
-	const held = "cleanup-e2e.io/hold"
 	object := func(i int) string { return fmt.Sprintf("o%d", i) }
 	file := func(i int) string { return fmt.Sprintf("0000_10_app_%02d_o.yaml", i) }
 	installed, marked := pt.New("1.0.0"), pt.New(target)
 	for i := range 4 {
-		installed.File(file(i), pt.WithFinalizers(pt.ConfigMap("app", object(i), nil), held))
+		installed.File(file(i), pt.WithFinalizers(pt.ConfigMap("app", object(i), nil), unitHold))
 		if i < 3 {
 			marked.File(file(i), pt.Delete(pt.ConfigMap("app", object(i), nil)))
 		} else {
-			marked.File(file(i), pt.WithFinalizers(pt.ConfigMap("app", object(i), nil), held))
+			marked.File(file(i), pt.WithFinalizers(pt.ConfigMap("app", object(i), nil), unitHold))
 		}
 	}
 	v1, err := installed.Load()
@@ -100,14 +98,13 @@ func supersedeAfterEachCall(t *testing.T, target string) {
 				return pt.ApplyAsUpdate(ctx, c, obj, opts...)
 			},
 		})
-		opts := Options{Namespace: "applier", DisableStatus: true, TaskRetryTimeout: time.Second}
-		if _, err := New(c, nil, opts).Run(context.Background(), v1, ModeInstall); err != nil {
+		if _, err := New(c, nil, unitOptions).Run(context.Background(), v1, ModeInstall); err != nil {
 			t.Fatalf("install: %v", err)
 		}
 		calls, cancelAfter = 0, k
 		ctx, cancelFn := context.WithCancelCause(context.Background())
 		cancel = cancelFn
-		res, err := New(c, nil, opts).Run(ctx, v2, ModeUpdate)
+		res, err := New(c, nil, unitOptions).Run(ctx, v2, ModeUpdate)
 		cancelFn(nil)
 		superseded := errors.Is(err, ErrSuperseded)
 		if !superseded && (err != nil || !res.Completed) {
@@ -115,7 +112,7 @@ func supersedeAfterEachCall(t *testing.T, target string) {
 		}
 		cancelAfter = -1
 
-		restarted := New(c, nil, opts) // a new process: what it knows is what was persisted
+		restarted := New(c, nil, unitOptions) // a new process: what it knows is what was persisted
 		pending, err := restarted.DeletesInProgress(context.Background())
 		if err != nil {
 			t.Fatal(err)

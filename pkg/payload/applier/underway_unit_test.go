@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
@@ -23,25 +22,26 @@ func TestAnUpdateUnderWayIsNotRefusedByItsOwnDeletes(t *testing.T) {
 		return pt.New("").File("0000_10_app_00_w.yaml", pt.Delete(pt.ConfigMap("app", "w", nil)))
 	}
 	pending := []string{`configmap "app/w"`}
+	v1 := func() *pt.Builder { // installed first; the rollback's target
+		return pt.New("1.0.0").
+			File("0000_10_app_00_w.yaml", pt.WithFinalizers(pt.ConfigMap("app", "w", nil), unitHold)).
+			File("0000_10_app_01_x.yaml", pt.ConfigMap("app", "x", nil))
+	}
 
 	// started returns a cluster where 1.0.0 is installed and the update to 1.1.0 failed after
 	// requesting w's delete, and a restarted applier on it.
 	started := func(t *testing.T) *Applier {
 		t.Helper()
 		c := pt.FakeClient()
-		opts := Options{Namespace: "applier", DisableStatus: true, TaskRetryTimeout: time.Second}
-		installed := pt.New("1.0.0").
-			File("0000_10_app_00_w.yaml", pt.WithFinalizers(pt.ConfigMap("app", "w", nil), "cleanup-e2e.io/hold")).
-			File("0000_10_app_01_x.yaml", pt.ConfigMap("app", "x", nil))
-		if _, err := New(c, nil, opts).Run(ctx, installed.MustLoad(), ModeInstall); err != nil {
+		if _, err := New(c, nil, unitOptions).Run(ctx, v1().MustLoad(), ModeInstall); err != nil {
 			t.Fatalf("install: %v", err)
 		}
 		broken := w().Version("1.1.0").File("0000_10_app_01_x.yaml", pt.DeleteValue(pt.ConfigMap("app", "x", nil), "yes"))
 		var perr *PassError
-		if _, err := New(c, nil, opts).Run(ctx, broken.MustLoad(), ModeUpdate); !errors.As(err, &perr) {
+		if _, err := New(c, nil, unitOptions).Run(ctx, broken.MustLoad(), ModeUpdate); !errors.As(err, &perr) {
 			t.Fatalf("the update with an invalid annotation: want a failed task, got %v", err)
 		}
-		restarted := New(c, nil, opts)
+		restarted := New(c, nil, unitOptions)
 		st, err := restarted.State(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -103,10 +103,7 @@ func TestAnUpdateUnderWayIsNotRefusedByItsOwnDeletes(t *testing.T) {
 
 	t.Run("a rollback ends the update under way", func(t *testing.T) {
 		a := started(t)
-		rollback := pt.New("1.0.0").
-			File("0000_10_app_00_w.yaml", pt.WithFinalizers(pt.ConfigMap("app", "w", nil), "cleanup-e2e.io/hold")).
-			File("0000_10_app_01_x.yaml", pt.ConfigMap("app", "x", nil))
-		if _, err := a.Run(ctx, rollback.MustLoad(), ModeUpdate); err != nil {
+		if _, err := a.Run(ctx, v1().MustLoad(), ModeUpdate); err != nil {
 			t.Fatalf("the rollback to 1.0.0: %v", err)
 		}
 		if st, _ := a.State(ctx); st.Version != "1.0.0" || st.Target != "" {
