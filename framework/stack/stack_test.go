@@ -186,8 +186,8 @@ func testTeardownLeavesARecreatedObject(ctx context.Context, t *testing.T, c cli
 	must(t, c.Delete(ctx, crd.DeepCopy()))
 	// Not 30 s: the API server's CRD finalizer lists the instances first, and right after a CRD
 	// changes its instances' new watch cache may still be initializing; the finalizer then retries
-	// with exponential backoff, and under make test's load that outlasted 30 s twice ("Terminating=True
-	// InstanceDeletionFailed: could not list instances: storage is (re)initializing", session 23).
+	// with exponential backoff, which under make test's load can outlast 30 s ("Terminating=True
+	// InstanceDeletionFailed: could not list instances: storage is (re)initializing").
 	must(t, kube.Poll(ctx, 2*time.Minute, func() (bool, string) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
