@@ -33,7 +33,7 @@ run_example() {
   if [ -n "${EXAMPLES_TESTBIN:-}" ]; then
     mkdir -p "$example_artifacts"
     tests=(--raw-command -- "$EXAMPLES_TESTBIN" -cache "$CACHE_DIR/testbin/examples/$name" -p 2
-      -summary "$example_artifacts/testbin.txt" -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...)
+      -summary "$example_artifacts/testbin.txt" -spans "$example_artifacts/testbin.json" -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...)
   fi
   if (cd "$dir" && ARTIFACTS="$example_artifacts" "${gotestsum[@]}" --junitfile "$junit" "${tests[@]}"); then
     log "<== example $dir passed in $((SECONDS - start))s"

@@ -68,7 +68,7 @@ else
   # 31 s to start, and a CRD's finalization outlasted a 2 min wait: framework/stack failed a make test).
   foreground=${TEST_FOREGROUND-}
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
-    -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
+    -spans "$ARTIFACTS/testbin.json" -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 fi
 step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $TEST_PARALLEL)" "${gotestsum[@]}" \
   --junitfile "$ARTIFACTS/junit-unit.xml" "${tests[@]}" || rc=1

@@ -52,10 +52,11 @@ func main() {
 	procsFlag := flag.String("ginkgo-procs", "", "Ginkgo suites run with several Ginkgo processes, PACKAGE=N,... (import path suffixes)")
 	linkedMarker := flag.String("linked-marker", "", "file created once every test binary is linked (the kept ones run meanwhile)")
 	foreground := flag.String("foreground", "", "only these packages (import path suffixes, comma-separated) keep the normal CPU priority; the others run under nice 5 (empty: all keep it)")
+	spansFile := flag.String("spans", "", "file for every package's span as JSON (start, end and CPU in seconds from the run's start), for trend plots and for finding which package's CPU grew")
 	linkOnlyFlag := flag.Bool("link-only", false, "link the missing test binaries and print 'DIR BINARY' per package (its directory, its kept binary), running nothing: for a runner of its own (make e2e's ginkgo runs them as precompiled suites)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...\n"+
+		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-spans FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...\n"+
 			"       testbin -cache DIR -link-only PACKAGES...")
 		os.Exit(2)
 	}
@@ -124,6 +125,11 @@ func main() {
 	failed, spans := run(ready, *cache, *parallel, *timeout, procs, out, durations)
 	durations.save(*cache)
 	summary.Print(critical(spans, 5))
+	if *spansFile != "" {
+		if err := writeSpans(*spansFile, spans); err != nil {
+			fatal(err)
+		}
+	}
 	if failed || !<-linked {
 		os.Exit(1)
 	}
@@ -327,6 +333,27 @@ func critical(spans []span, longest int) string {
 		seconds(last.end), strings.TrimPrefix(last.pkg, trim), seconds(last.end-last.start), seconds(last.start),
 		topBy(spans, longest, trim, func(s span) time.Duration { return s.end - s.start }),
 		seconds(total), topBy(spans, longest, trim, func(s span) time.Duration { return s.cpu }))
+}
+
+// writeSpans writes every span as JSON, longest CPU first: the summary names five, a regression can be
+// in any package.
+func writeSpans(file string, spans []span) error {
+	type row struct {
+		Package string  `json:"package"`
+		Start   float64 `json:"startSeconds"`
+		End     float64 `json:"endSeconds"`
+		CPU     float64 `json:"cpuSeconds"`
+	}
+	rows := make([]row, 0, len(spans))
+	for _, s := range spans {
+		rows = append(rows, row{s.pkg, s.start.Seconds(), s.end.Seconds(), s.cpu.Seconds()})
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(b.CPU, a.CPU) })
+	data, err := json.MarshalIndent(rows, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(data, '\n'), 0o644)
 }
 
 // topBy names the n packages with the largest value, each with it ("e2e/cleanup 140 s, ...").

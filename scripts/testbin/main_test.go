@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,33 @@ func TestTheSummaryNamesThePackageThatEndedTheRunAndTheLongest(t *testing.T) {
 	}
 	if got := critical(nil, 3); got != "" {
 		t.Errorf("no package ran: %q, want nothing", got)
+	}
+}
+
+// The spans file has every package, the most CPU first, in seconds.
+func TestTheSpansFileHasEveryPackage(t *testing.T) {
+	spans := []span{
+		{pkg: "example.com/m/scripts", start: 3 * time.Second, end: 4 * time.Second, cpu: time.Second},
+		{pkg: "example.com/m/e2e/cleanup", start: 2 * time.Second, end: 142 * time.Second, cpu: 70 * time.Second},
+	}
+	file := filepath.Join(t.TempDir(), "spans.json")
+	if err := writeSpans(file, spans); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("%s: %v", data, err)
+	}
+	want := []map[string]any{
+		{"package": "example.com/m/e2e/cleanup", "startSeconds": 2.0, "endSeconds": 142.0, "cpuSeconds": 70.0},
+		{"package": "example.com/m/scripts", "startSeconds": 3.0, "endSeconds": 4.0, "cpuSeconds": 1.0},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v\nwant %v", got, want)
 	}
 }
 
