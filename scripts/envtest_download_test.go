@@ -70,6 +70,21 @@ func TestEnvtestDownload(t *testing.T) {
 	if _, recorded, ok := run("http://127.0.0.1:1/index.yaml"); ok || recorded != "" {
 		t.Errorf("an unreachable index must fail and record nothing: ok=%v recorded %q", ok, recorded)
 	}
+	// An index whose host does not resolve (as offline) fails before setup-envtest is even built.
+	t.Setenv("HTTPS_PROXY", "")
+	t.Setenv("https_proxy", "")
+	t.Setenv("ALL_PROXY", "")
+	t.Setenv("all_proxy", "")
+	cache := t.TempDir()
+	cmd := exec.Command("bash", "envtest-download.sh")
+	cmd.Env = append(os.Environ(), "CLEANUP_E2E_CACHE="+cache, "ENVTEST_INDEX=https://index.invalid/envtest-releases.yaml")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "index.invalid (its release index") {
+		t.Errorf("an index whose host does not resolve: err=%v, output %q; want a failure naming the host", err, out)
+	}
+	if tools, _ := filepath.Glob(filepath.Join(cache, "bin", "setup-envtest-*")); len(tools) > 0 {
+		t.Errorf("setup-envtest was built (%v) though its index's host does not resolve", tools)
+	}
 }
 
 // envtestArchive is a release archive as controller-tools publishes it, with stand-in binaries (the
