@@ -26,18 +26,27 @@ case " ${GOFLAGS:-} " in
 esac
 
 # Every Kubernetes binary build-kube.sh knows; a kind node image needs them all.
+# shellcheck disable=SC2034 # read by the scripts that source this file
 KUBE_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 # step NAME CMD...: runs CMD, printing what it does and how long it took.
+# Returns the command's status in every context: under `step ... || rc=1`, set -e is off inside the
+# function, and a bare "$@" followed by the log line returned the log's 0 (make lint passed with vet
+# and shellcheck failing).
 step() {
   local name=$1; shift
-  local start=$SECONDS
+  local start=$SECONDS rc=0
   log "==> $name"
-  "$@"
-  log "<== $name done in $((SECONDS - start))s"
+  "$@" || rc=$?
+  if [ "$rc" = 0 ]; then
+    log "<== $name done in $((SECONDS - start))s"
+  else
+    log "<== $name FAILED (exit $rc) after $((SECONDS - start))s"
+  fi
+  return "$rc"
 }
 
 # stamp_ok FILE CONTENT: true when FILE exists and holds CONTENT (the inputs a cached output was made from).

@@ -36,6 +36,12 @@ func TestStepTimesAndPropagatesFailure(t *testing.T) {
 	if ok || strings.Contains(out, "not reached") || !strings.Contains(out, "==> a failing step") {
 		t.Fatalf("step must announce the step and stop on failure: %s", out)
 	}
+	// Where a script collects failures (`step ... || rc=1`, make lint and make test do), set -e is off
+	// inside step: it must still return the command's status.
+	out, ok = lib(t, `rc=0; step "a checked step" false || rc=$?; echo "rc=$rc"`)
+	if !ok || !strings.Contains(out, "rc=1") || !strings.Contains(out, "<== a checked step FAILED (exit 1)") {
+		t.Fatalf("step under || must return the failure and say so: %s", out)
+	}
 	out, ok = lib(t, `step "a quick step" true`)
 	if !ok || !strings.Contains(out, "<== a quick step done in 0s") {
 		t.Fatalf("step must say how long it took: %s", out)
