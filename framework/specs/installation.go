@@ -198,7 +198,7 @@ func (r *Installation) ExpectUninstalled(ctx context.Context) {
 	r.g.Eventually(func() error {
 		_, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)
 		return err
-	}).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(matchers.BeGone(), "CSV %s/%s should be gone", r.csv.Namespace, r.csv.Name)
+	}).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(matchers.BeGone(), func() string { return r.explainCSVStays(ctx) })
 	for _, d := range r.csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
 		r.g.Eventually(func() error {
 			return r.c.Get(ctx, types.NamespacedName{Namespace: r.csv.Namespace, Name: d.Name}, &appsv1.Deployment{})
@@ -208,6 +208,22 @@ func (r *Installation) ExpectUninstalled(ctx context.Context) {
 		r.g.Eventually(func() ([]string, error) { return r.podsOf(ctx, selector) }).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).
 			Should(BeEmpty(), "pods of operator Deployment %s should be gone", d.Name)
 	}
+}
+
+// explainCSVStays says why the CSV is still there: its state (a cleanup still waiting lists what it
+// waits for) and what keeps each of the spec's operands in the watched namespaces (describeOperand).
+func (r *Installation) explainCSVStays(ctx context.Context) string {
+	msg := fmt.Sprintf("CSV %s/%s should be gone", r.csv.Namespace, r.csv.Name)
+	if csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name); err == nil {
+		msg += "; it is " + matchers.DescribeCSV(csv)
+	}
+	if r.ops != nil {
+		inside, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
+		if left := r.explainOthers(ctx, inside); left != "" {
+			msg += "; " + left
+		}
+	}
+	return msg
 }
 
 // podsOf lists the pods (in the CSV's namespace) a Deployment selector matches.

@@ -70,6 +70,10 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 			Want: []string{"the operator's finalizer should have cleaned up after Widget", "still exists"}, CaughtBy: specs.WaitRemoved},
 		specs.Mutant{Name: string(widget.LeaksAnObject), Use: use(widget.LeaksAnObject),
 			Want: []string{"left behind by the installation", "leaked"}, CaughtBy: specs.WaitLeftovers},
+		// The failure must say whose finalizer keeps the operands, not only that they are still there.
+		specs.Mutant{Name: string(widget.KeepsItsFinalizer), Use: use(widget.KeepsItsFinalizer),
+			Want:     []string{"operands that cleanup must remove", "kept by finalizer(s) [" + widget.Finalizer + "], which the spec did not add"},
+			CaughtBy: specs.WaitRemoved},
 	)
 
 	// Each run left its cluster-scoped WidgetClass sample outside the OwnNamespace cleanup's scope, held

@@ -3,6 +3,7 @@ package specs
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -248,9 +249,30 @@ func (r *Installation) ExpectPending(ctx context.Context, objs []*unstructured.U
 	for _, o := range objs {
 		want = append(want, matchers.PendingEntry{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
+	// The operands the spec does not hold in the watched namespaces must go: when one is still listed,
+	// the failure says what keeps it.
+	inside, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
+	others := (&operands{items: inside}).others(objs)
 	r.g.Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(And(
 		matchers.HavePhase(PhaseCleanup, ReasonWaitingOnCleanup),
 		matchers.HavePendingDeletion(want...),
 		matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", len(objs))),
-	))
+	), func() string { return r.explainOthers(ctx, others) })
+}
+
+// explainOthers describes the operands of others that still exist (describeOperand), for a failure:
+// what keeps each one says whose the stall is.
+func (r *Installation) explainOthers(ctx context.Context, others []*unstructured.Unstructured) string {
+	left, err := r.ops.existing(ctx, others)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("could not read the operands: %v", err)
+	case len(left) == 0:
+		return ""
+	}
+	const shown = 5 // the cap spec has dozens, alike
+	if len(left) > shown {
+		left = append(left[:shown], fmt.Sprintf("and %d more", len(left)-shown))
+	}
+	return "operands still there: " + strings.Join(left, "; ")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/onsi/gomega"
 	. "github.com/onsi/gomega"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 )
 
 // operands are the sample CRs a spec created, by where they live.
@@ -83,10 +86,47 @@ func (o *operands) existing(ctx context.Context, objs []*unstructured.Unstructur
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, it.GetKind()+" "+describeKey(it)+fmt.Sprintf(" (finalizers %v, deleting %v)", live.GetFinalizers(), live.GetDeletionTimestamp() != nil))
+		out = append(out, describeOperand(live, time.Now()))
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// describeOperand says what keeps a live operand: nothing deleted it, only the spec's hold, or
+// finalizers the spec did not add — on a cleanup that stalls, usually the operator's own, which it has
+// not removed (a failure must name that, not only that the CSV still lists the operand).
+func describeOperand(o *unstructured.Unstructured, now time.Time) string {
+	s := o.GetKind() + " " + describeKey(o)
+	if o.GetDeletionTimestamp() == nil {
+		return s + fmt.Sprintf(" (not being deleted; finalizers %v)", o.GetFinalizers())
+	}
+	var others []string
+	for _, f := range o.GetFinalizers() {
+		if f != hold.Finalizer {
+			others = append(others, f)
+		}
+	}
+	since := now.Sub(o.GetDeletionTimestamp().Time).Round(time.Second)
+	if len(others) == 0 {
+		return s + fmt.Sprintf(" (being deleted for %s, kept only by the spec's own hold %s)", since, hold.Finalizer)
+	}
+	return s + fmt.Sprintf(" (being deleted for %s, kept by finalizer(s) %v, which the spec did not add: the operator "+
+		"that owns them has not removed them — its log is among this spec's artifacts)", since, others)
+}
+
+// others returns the operands not among objs (compared by kind, namespace and name).
+func (o *operands) others(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	skip := map[string]bool{}
+	for _, it := range objs {
+		skip[it.GetKind()+" "+describeKey(it)] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, it := range o.items {
+		if !skip[it.GetKind()+" "+describeKey(it)] {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // names renders operands as "Kind ns/name" for messages.

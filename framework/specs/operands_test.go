@@ -1,0 +1,68 @@
+package specs
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
+)
+
+// A stalled cleanup's failure names what keeps each operand: nothing deleted it, only the spec's own
+// hold, or finalizers the spec did not add (the operator's, which it has not removed).
+func TestDescribeOperandSaysWhatKeepsIt(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	operand := func(deleting bool, finalizers ...string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetKind("Memcached")
+		o.SetNamespace("mc-all-0")
+		o.SetName("sample")
+		o.SetFinalizers(finalizers)
+		if deleting {
+			o.SetDeletionTimestamp(&metav1.Time{Time: now.Add(-2 * time.Minute)})
+		}
+		return o
+	}
+	for _, c := range []struct {
+		name    string
+		operand *unstructured.Unstructured
+		want    []string
+		notWant string
+	}{
+		{"not deleted", operand(false, "cache.example.com/finalizer"),
+			[]string{"Memcached mc-all-0/sample (not being deleted; finalizers [cache.example.com/finalizer])"}, "operator"},
+		{"the spec's hold only", operand(true, hold.Finalizer),
+			[]string{"being deleted for 2m0s, kept only by the spec's own hold " + hold.Finalizer}, "operator"},
+		{"the operator's finalizer", operand(true, "cache.example.com/finalizer", hold.Finalizer),
+			[]string{"being deleted for 2m0s, kept by finalizer(s) [cache.example.com/finalizer], which the spec did not add",
+				"the operator that owns them has not removed them"}, hold.Finalizer},
+	} {
+		got := describeOperand(c.operand, now)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q\ndoes not say %q", c.name, got, w)
+			}
+		}
+		if strings.Contains(got, c.notWant) {
+			t.Errorf("%s: %q\nshould not mention %q", c.name, got, c.notWant)
+		}
+	}
+}
+
+func TestOthersLeavesOutTheGivenOperands(t *testing.T) {
+	mk := func(ns, name string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetKind("Memcached")
+		o.SetNamespace(ns)
+		o.SetName(name)
+		return o
+	}
+	ops := &operands{items: []*unstructured.Unstructured{mk("a", "x"), mk("b", "x"), mk("a", "y")}}
+	got := ops.others([]*unstructured.Unstructured{mk("a", "x")})
+	if names(got) != "Memcached b/x, Memcached a/y" {
+		t.Errorf("others: %s", names(got))
+	}
+}
