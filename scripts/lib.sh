@@ -17,12 +17,16 @@ mkdir -p "$BIN_DIR"
 # for the others, and ≈ 83 % of our dependencies' source is also in kube-apiserver and
 # kube-controller-manager, which build-kube.sh builds at our dependencies' versions; in another mode
 # a cold machine compiles them a second time. Trimmed paths read github.com/cleanup-e2e/cleanup-e2e/…
-# in stack traces (internal/srcdir finds the files kept beside the source).
+# in stack traces (internal/srcdir finds the files kept beside the source). No VCS stamp
+# (-buildvcs=false): with -trimpath the checkout's commit and dirty flag are part of every main
+# package's build ID, test mains included, so each commit or edit of any tracked file relinked all 43
+# kept test binaries of a warm make test (≈ 3 min) and rebuilt every kind image, whose binaries
+# carried the commit; the images are labelled with the digests of their inputs instead.
 GO_TAGS=selinux,notest,grpcnotrace
 export CGO_ENABLED=${CGO_ENABLED:-0}
 case " ${GOFLAGS:-} " in
   *" -trimpath "*) ;;
-  *) export GOFLAGS="-trimpath -tags=$GO_TAGS${GOFLAGS:+ $GOFLAGS}" ;;
+  *) export GOFLAGS="-trimpath -buildvcs=false -tags=$GO_TAGS${GOFLAGS:+ $GOFLAGS}" ;;
 esac
 
 # Every Kubernetes binary build-kube.sh knows; a kind node image needs them all.

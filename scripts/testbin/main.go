@@ -175,7 +175,9 @@ type testPackage struct {
 // hash of the build IDs of the test main and of everything it links (go list -export compiles what is
 // not compiled yet; a build ID changes with the compiled output).
 func testPackages(patterns []string) ([]testPackage, error) {
-	args := append([]string{"list", "-test", "-deps", "-export", "-f",
+	// -buildvcs=false: under -trimpath the checkout's VCS state is in every test main's build ID
+	// (test binaries are never stamped), so any commit would change every key.
+	args := append([]string{"list", "-buildvcs=false", "-test", "-deps", "-export", "-f",
 		"{{.ImportPath}}\t{{.BuildID}}\t{{.Dir}}\t{{join .Deps \",\"}}"}, patterns...)
 	cmd := exec.Command("go", args...)
 	var stderr bytes.Buffer
@@ -238,7 +240,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready *queue) bool 
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			msg, err := exec.Command("go", "test", "-c", "-ldflags="+linkFlags, "-o", p.binary+".tmp", p.path).CombinedOutput()
+			msg, err := exec.Command("go", "test", "-c", "-buildvcs=false", "-ldflags="+linkFlags, "-o", p.binary+".tmp", p.path).CombinedOutput()
 			if err == nil {
 				err = os.Rename(p.binary+".tmp", p.binary)
 			}

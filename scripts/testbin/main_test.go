@@ -43,9 +43,32 @@ func TestKeyChangesWhenALinkedPackageChanges(t *testing.T) {
 		}
 		return pkgs[0].key
 	}
+	// In a git checkout built with -trimpath (the scripts' compile mode), the checkout's VCS state
+	// is in a test main's build ID unless -buildvcs=false; test binaries carry no stamp, so it must
+	// not change the key: every commit relinked all 43 of a warm make test.
+	t.Setenv("GOFLAGS", "-trimpath")
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-qm", "first")
 	first := keyOf()
 	if again := keyOf(); again != first {
 		t.Fatalf("nothing changed, but the key did: %s, then %s", first, again)
+	}
+	write("README.md", "an edit that is not Go\n")
+	if dirty := keyOf(); dirty != first {
+		t.Fatalf("the checkout became dirty (a file that is not Go), and the key changed: %s, then %s", first, dirty)
+	}
+	git("add", ".")
+	git("commit", "-qm", "second")
+	if committed := keyOf(); committed != first {
+		t.Fatalf("a commit of a file that is not Go changed the key: %s, then %s", first, committed)
 	}
 	write("dep/dep.go", "package dep\n\n//go:noinline\nfunc Answer() int { return 43 }\n")
 	if changed := keyOf(); changed == first {
