@@ -159,8 +159,8 @@ func (r *Installation) CreateOperands(ctx context.Context) {
 	r.t.Step("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
 	r.ops = createSamples(ctx, r.g, r.c, r.in.Samples, r.l.sampleNamespaces(r.all)...)
 	if r.in.Reconciled == nil {
-		r.t.Logf("WARNING: OperandCleanupSpecInput.Reconciled is not set: these specs cannot tell an operator that never " +
-			"reconciles from one that works (its samples are deleted as easily without it). Set it to check what your " +
+		warnf(r.t, "OperandCleanupSpecInput.Reconciled is not set: these specs cannot tell an operator that never "+
+			"reconciles from one that works (its samples are deleted as easily without it). Set it to check what your "+
 			"operator does for a sample: its finalizer and something it made (docs/use-from-your-operator-repo.md)")
 		return
 	}
@@ -260,7 +260,7 @@ func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.U
 	r.g.Eventually(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
 		WithTimeout(r.within(r.in.Timeout)).Should(BeEmpty(), "operands that cleanup must remove")
 	if r.in.Finalized == nil {
-		r.t.Logf("WARNING: OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that " +
+		warnf(r.t, "OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that "+
 			"cleans up from one that only removes itself. Set it to check what your finalizer undoes")
 		return
 	}

@@ -66,3 +66,33 @@ func TestOthersLeavesOutTheGivenOperands(t *testing.T) {
 		t.Errorf("others: %s", names(got))
 	}
 }
+
+// warningT is a T that shows warnings apart from its log (as Ginkgo's report does).
+type warningT struct {
+	T
+	warned, logged []string
+}
+
+func (w *warningT) Warnf(format string, args ...any) { w.warned = append(w.warned, format) }
+func (w *warningT) Logf(format string, args ...any)  { w.logged = append(w.logged, format) }
+
+// A weak input's warning goes where a passing run shows it (Ginkgo's report), else to the log.
+func TestWarnfPrefersTheReport(t *testing.T) {
+	w := &warningT{}
+	warnf(w, "Reconciled is not set")
+	if len(w.warned) != 1 || len(w.logged) != 0 {
+		t.Errorf("a T with Warnf: warned %q, logged %q", w.warned, w.logged)
+	}
+	var logged []string
+	warnf(logOnlyT{logf: func(f string) { logged = append(logged, f) }}, "Reconciled is not set")
+	if len(logged) != 1 || logged[0] != "WARNING: Reconciled is not set" {
+		t.Errorf("a T without Warnf: logged %q", logged)
+	}
+}
+
+type logOnlyT struct {
+	T
+	logf func(string)
+}
+
+func (l logOnlyT) Logf(format string, args ...any) { l.logf(format) }

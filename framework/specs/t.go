@@ -2,6 +2,7 @@ package specs
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,8 +40,24 @@ func (ginkgoT) Gomega() gomega.Gomega                { return polling(gomega.Def
 func (ginkgoT) Cleanup(fn func(ctx context.Context)) { ginkgo.DeferCleanup(fn) }
 func (ginkgoT) Step(text string)                     { ginkgo.By(text) }
 func (ginkgoT) Logf(format string, args ...any)      { ginkgo.GinkgoWriter.Printf(format+"\n", args...) }
-func (ginkgoT) Failed() bool                         { return ginkgo.CurrentSpecReport().Failed() }
-func (ginkgoT) Name() string                         { return ginkgo.CurrentSpecReport().FullText() }
+
+// Warnf attaches a warning to the spec's report, shown with the spec whether it passed or failed: a
+// weak input (no Reconciled check) passes quietly, and only the report can say so.
+func (ginkgoT) Warnf(format string, args ...any) {
+	ginkgo.AddReportEntry("WARNING", fmt.Sprintf(format, args...), ginkgo.ReportEntryVisibilityAlways)
+}
+
+// warnf shows a weakness of the spec's input: in Ginkgo's report for passing specs too (ginkgoT), in
+// the test's log otherwise (`go test -v` shows it).
+func warnf(t T, format string, args ...any) {
+	if w, ok := t.(interface{ Warnf(string, ...any) }); ok {
+		w.Warnf(format, args...)
+		return
+	}
+	t.Logf("WARNING: "+format, args...)
+}
+func (ginkgoT) Failed() bool { return ginkgo.CurrentSpecReport().Failed() }
+func (ginkgoT) Name() string { return ginkgo.CurrentSpecReport().FullText() }
 
 // FromTesting makes t a T: assertions fail t (Gomega's NewWithT), cleanups run with t.Cleanup (each
 // with a fresh context of cleanupTimeout, since the test's own may have ended).
