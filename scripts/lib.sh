@@ -37,14 +37,16 @@ log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 # step NAME CMD...: runs CMD, printing what it does and how long it took.
-# Returns the command's status in every context: under `step ... || rc=1`, set -e is off inside the
-# function, and a bare "$@" followed by the log line returned the log's 0 (make lint passed with vet
-# and shellcheck failing).
+# Returns the command's status in every context: under `step ... || rc=1` set -e is off inside the
+# function, and returning the log line's 0 let make lint pass with vet and shellcheck failing. The
+# command runs bare, not as `"$@" || rc=$?`: that would switch set -e off inside a function it runs
+# in every context, and a failing command midway would no longer stop it.
 step() {
   local name=$1; shift
-  local start=$SECONDS rc=0
+  local start=$SECONDS
   log "==> $name"
-  "$@" || rc=$?
+  "$@"
+  local rc=$?
   if [ "$rc" = 0 ]; then
     log "<== $name done in $((SECONDS - start))s"
   else

@@ -42,6 +42,11 @@ func TestStepTimesAndPropagatesFailure(t *testing.T) {
 	if !ok || !strings.Contains(out, "rc=1") || !strings.Contains(out, "<== a checked step FAILED (exit 1)") {
 		t.Fatalf("step under || must return the failure and say so: %s", out)
 	}
+	// Elsewhere set -e stays on inside a function step runs: its first failing command stops it.
+	out, ok = lib(t, `f() { false; echo "went on after a failure"; }; step "a function" f; echo not reached`)
+	if ok || strings.Contains(out, "went on after a failure") || strings.Contains(out, "not reached") {
+		t.Fatalf("a function run by step must stop at its first failure: %s", out)
+	}
 	out, ok = lib(t, `step "a quick step" true`)
 	if !ok || !strings.Contains(out, "<== a quick step done in 0s") {
 		t.Fatalf("step must say how long it took: %s", out)
