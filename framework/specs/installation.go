@@ -219,7 +219,7 @@ func (r *Installation) explainCSVStays(ctx context.Context) string {
 	}
 	if r.ops != nil {
 		inside, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
-		if left := r.explainOthers(ctx, inside); left != "" {
+		if left := r.explainOperands(ctx, inside); left != "" {
 			msg += "; " + left
 		}
 	}

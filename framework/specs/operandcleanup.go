@@ -257,13 +257,13 @@ func (r *Installation) ExpectPending(ctx context.Context, objs []*unstructured.U
 		matchers.HavePhase(PhaseCleanup, ReasonWaitingOnCleanup),
 		matchers.HavePendingDeletion(want...),
 		matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", len(objs))),
-	), func() string { return r.explainOthers(ctx, others) })
+	), func() string { return r.explainOperands(ctx, others) })
 }
 
-// explainOthers describes the operands of others that still exist (describeOperand), for a failure:
-// what keeps each one says whose the stall is.
-func (r *Installation) explainOthers(ctx context.Context, others []*unstructured.Unstructured) string {
-	left, err := r.ops.existing(ctx, others)
+// explainOperands describes those of objs that still exist (describeOperand), for a failure: what
+// keeps each one says whose the stall is.
+func (r *Installation) explainOperands(ctx context.Context, objs []*unstructured.Unstructured) string {
+	left, err := r.ops.existing(ctx, objs)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("could not read the operands: %v", err)

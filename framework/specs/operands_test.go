@@ -16,10 +16,7 @@ import (
 func TestDescribeOperandSaysWhatKeepsIt(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	operand := func(deleting bool, finalizers ...string) *unstructured.Unstructured {
-		o := &unstructured.Unstructured{}
-		o.SetKind("Memcached")
-		o.SetNamespace("mc-all-0")
-		o.SetName("sample")
+		o := memcached("mc-all-0", "sample")
 		o.SetFinalizers(finalizers)
 		if deleting {
 			o.SetDeletionTimestamp(&metav1.Time{Time: now.Add(-2 * time.Minute)})
@@ -53,18 +50,20 @@ func TestDescribeOperandSaysWhatKeepsIt(t *testing.T) {
 }
 
 func TestOthersLeavesOutTheGivenOperands(t *testing.T) {
-	mk := func(ns, name string) *unstructured.Unstructured {
-		o := &unstructured.Unstructured{}
-		o.SetKind("Memcached")
-		o.SetNamespace(ns)
-		o.SetName(name)
-		return o
-	}
-	ops := &operands{items: []*unstructured.Unstructured{mk("a", "x"), mk("b", "x"), mk("a", "y")}}
-	got := ops.others([]*unstructured.Unstructured{mk("a", "x")})
+	ops := &operands{items: []*unstructured.Unstructured{memcached("a", "x"), memcached("b", "x"), memcached("a", "y")}}
+	got := ops.others([]*unstructured.Unstructured{memcached("a", "x")})
 	if names(got) != "Memcached b/x, Memcached a/y" {
 		t.Errorf("others: %s", names(got))
 	}
+}
+
+// memcached is an operand as the specs track it: kind, namespace and name.
+func memcached(ns, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetKind("Memcached")
+	o.SetNamespace(ns)
+	o.SetName(name)
+	return o
 }
 
 // warningT is a T that shows warnings apart from its log (as Ginkgo's report does).

@@ -40,6 +40,8 @@ func (ginkgoT) Gomega() gomega.Gomega                { return polling(gomega.Def
 func (ginkgoT) Cleanup(fn func(ctx context.Context)) { ginkgo.DeferCleanup(fn) }
 func (ginkgoT) Step(text string)                     { ginkgo.By(text) }
 func (ginkgoT) Logf(format string, args ...any)      { ginkgo.GinkgoWriter.Printf(format+"\n", args...) }
+func (ginkgoT) Failed() bool                         { return ginkgo.CurrentSpecReport().Failed() }
+func (ginkgoT) Name() string                         { return ginkgo.CurrentSpecReport().FullText() }
 
 // Warnf attaches a warning to the spec's report, shown with the spec whether it passed or failed: a
 // weak input (no Reconciled check) passes quietly, and only the report can say so.
@@ -56,8 +58,6 @@ func warnf(t T, format string, args ...any) {
 	}
 	t.Logf("WARNING: "+format, args...)
 }
-func (ginkgoT) Failed() bool { return ginkgo.CurrentSpecReport().Failed() }
-func (ginkgoT) Name() string { return ginkgo.CurrentSpecReport().FullText() }
 
 // FromTesting makes t a T: assertions fail t (Gomega's NewWithT), cleanups run with t.Cleanup (each
 // with a fresh context of cleanupTimeout, since the test's own may have ended).
