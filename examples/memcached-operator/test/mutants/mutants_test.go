@@ -33,6 +33,9 @@ func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
 	registry := localruntime.NewRegistry()
 	in := uninstall.Cluster()
 	in.Provider, in.Log, in.Registry = "envtest", testr.New(t), registry // binaries only run on envtest
+	// Its own name: the uninstall suite's cluster runs at the same time, and the two setups' lines in
+	// the time budget, their logs and audit files must not read as one suite's.
+	in.Name = "memcached-mutants"
 	in.Schemes = []func(*runtime.Scheme) error{cachev1alpha1.AddToScheme}
 	env, err := testenv.Start(ctx, in)
 	if err != nil {
