@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds Kubernetes control-plane binaries at $KUBE_VERSION from the Go module proxy.
+# Gets Kubernetes binaries at $KUBE_VERSION: Kubernetes' release binaries when dl.k8s.io is reachable,
+# else built from the Go module proxy.
 #
 # k8s.io/kubernetes replaces its staging modules with ./staging paths, so `go install` cannot build it.
 # We generate a wrapper module that requires k8s.io/kubernetes and points each staging module at its
@@ -45,12 +46,6 @@ our_requirements() {
     /^require [^(]/ && NF == 3 { print $2, $3 }' | grep -v '^k8s.io/kubernetes '
 }
 
-stamp="$KUBE_VERSION/$KUBE_STAGING_VERSION/$(our_requirements | sha256sum | cut -c1-16)"
-if ! stamp_ok "$src/.stamp" "$stamp"; then
-  step "generate kubernetes wrapper module ($KUBE_VERSION, with our module's requirements)" write_wrapper
-  echo "$stamp" > "$src/.stamp"
-fi
-
 major=${KUBE_VERSION#v}; major=${major%%.*}
 minor=${KUBE_VERSION#v*.}; minor=${minor%%.*}
 ldflags="-s -w"
@@ -81,13 +76,38 @@ for b in $want; do
 done
 [ ${#missing[@]} -gt 0 ] || exit 0
 
-# Measured on 2 cores from an empty Go build cache (2026-11-27): kube-apiserver alone 6 min 44 s, then
-# kube-controller-manager in a go command of its own 1 min 57 s; all seven in one go command 8 min 28 s
-# (one go command each: ≈ 12 min).
-if [ -z "$(ls "$out" 2>/dev/null)" ]; then
-  est="cold ≈ 7–9 min on 2 cores"
+# The conventional online path first: Kubernetes' own release binaries from dl.k8s.io, each checked
+# against the .sha256 published beside it (as Kubernetes' install docs do). Upstream's builds, so no
+# compile at all; what cannot be fetched is built below. KUBE_DOWNLOAD=0 skips this; KUBE_RELEASE_URL
+# points at a mirror (the tests serve one).
+release=${KUBE_RELEASE_URL:-https://dl.k8s.io/release}/$KUBE_VERSION/bin/linux/$(go env GOARCH)
+if [ "${KUBE_DOWNLOAD:-1}" = 0 ]; then
+  :
+elif why=$(unreachable "$release"); then
+  log "${missing[*]} not downloaded: $why (release binaries: $release)"
 else
-  est="cold ≈ 2 min on 2 cores, Kubernetes' shared packages already compiled"
+  left=()
+  for b in "${missing[@]}"; do
+    if step "download $b $KUBE_VERSION from $release" download file -timeout "${KUBE_DOWNLOAD_TIMEOUT:-10m}" -o "$out/$b" "$release/$b" \
+        && [[ $(version_of "$out/$b") == *"$KUBE_VERSION"* ]]; then
+      continue
+    fi
+    [ ! -e "$out/$b" ] || { log "$out/$b from $release does not say $KUBE_VERSION: removed"; rm -f "$out/$b"; }
+    left+=("$b")
+  done
+  [ ${#left[@]} -gt 0 ] || exit 0
+  missing=("${left[@]}")
 fi
-step "build ${missing[*]} $KUBE_VERSION ($est; seconds from a warm Go build cache)" \
+
+stamp="$KUBE_VERSION/$KUBE_STAGING_VERSION/$(our_requirements | sha256sum | cut -c1-16)"
+if ! stamp_ok "$src/.stamp" "$stamp"; then
+  step "generate kubernetes wrapper module ($KUBE_VERSION, with our module's requirements)" write_wrapper
+  echo "$stamp" > "$src/.stamp"
+fi
+
+# Measured on 2 cores from an empty Go build cache: kube-apiserver alone 6 min 44 s, then
+# kube-controller-manager in a go command of its own 1 min 57 s (2026-11-27); kube-controller-manager
+# alone 8 min 42 s (the same day, session 25: it compiles most of what kube-apiserver does); all seven
+# in one go command 8 min 28 s (one go command each: ≈ 12 min).
+step "build ${missing[*]} $KUBE_VERSION (≈ 7–9 min on 2 cores from an empty Go build cache, ≈ 2 min once another Kubernetes binary was built here, seconds when warm)" \
   go_wrapper_build_all "$src" "$out" -tags "$GO_TAGS" -ldflags "$ldflags" -- "${missing[@]/#/k8s.io/kubernetes/cmd/}"

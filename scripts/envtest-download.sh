@@ -13,10 +13,8 @@
 # Offline, building setup-envtest only to see it fail costs ≈ 30 s (44 s of CPU) of a first make test:
 # when the index's host does not resolve and no proxy would resolve it instead, say so and stop here.
 index=${ENVTEST_INDEX:-https://raw.githubusercontent.com/kubernetes-sigs/controller-tools/HEAD/envtest-releases.yaml}
-host=${index#*://}; host=${host%%/*}; host=${host%:*}
-if [ -z "${HTTPS_PROXY:-}${https_proxy:-}${ALL_PROXY:-}${all_proxy:-}" ] && command -v getent >/dev/null \
-    && ! getent hosts "$host" >/dev/null; then
-  log "setup-envtest not tried: $host (its release index, $index) does not resolve and no HTTPS proxy is set"
+if why=$(unreachable "$index"); then
+  log "setup-envtest not tried: $why (its release index: $index)"
   exit 1
 fi
 

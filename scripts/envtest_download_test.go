@@ -79,7 +79,7 @@ func TestEnvtestDownload(t *testing.T) {
 	cmd := exec.Command("bash", "envtest-download.sh")
 	cmd.Env = append(os.Environ(), "CLEANUP_E2E_CACHE="+cache, "ENVTEST_INDEX=https://index.invalid/envtest-releases.yaml")
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "index.invalid (its release index") {
+	if err == nil || !strings.Contains(string(out), "index.invalid does not resolve") {
 		t.Errorf("an index whose host does not resolve: err=%v, output %q; want a failure naming the host", err, out)
 	}
 	if tools, _ := filepath.Glob(filepath.Join(cache, "bin", "setup-envtest-*")); len(tools) > 0 {
@@ -115,15 +115,18 @@ func envtestArchive(t *testing.T, version string) []byte {
 	return buf.Bytes()
 }
 
-func kubeVersion(t *testing.T) string {
+func kubeVersion(t *testing.T) string { return pinned(t, "KUBE_VERSION") }
+
+// pinned is a version versions.env pins.
+func pinned(t *testing.T, name string) string {
 	t.Helper()
 	data, err := os.ReadFile("versions.env")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^KUBE_VERSION=(\S+)`).FindSubmatch(data)
+	m := regexp.MustCompile(`(?m)^` + name + `=(\S+)`).FindSubmatch(data)
 	if m == nil {
-		t.Fatal("no KUBE_VERSION in versions.env")
+		t.Fatalf("no %s in versions.env", name)
 	}
 	return string(m[1])
 }

@@ -97,6 +97,19 @@ go_wrapper_build_all() {
   rmdir "$tmp"
 }
 
+# unreachable URL: prints why URL cannot be reached and succeeds when its host does not resolve and no
+# proxy is set (an offline machine, as this project's VMs), so a script skips an online path at once
+# instead of failing on it after a build or a timeout; fails (prints nothing) when it may be reachable.
+unreachable() {
+  local host=${1#*://}; host=${host%%/*}; host=${host%:*}
+  [ -z "${HTTPS_PROXY:-}${https_proxy:-}${ALL_PROXY:-}${all_proxy:-}" ] && command -v getent >/dev/null \
+    && ! getent hosts "$host" >/dev/null && echo "$host does not resolve and no HTTPS proxy is set"
+}
+
+# download ARGS...: scripts/download (release files checked against their published SHA-256, files out
+# of an image named by digest); how long it took goes to the log.
+download() { (cd "$REPO_ROOT" && go run ./scripts/download "$@"); }
+
 # as_root CMD...: runs CMD as root: directly when we are root, else through passwordless sudo (CI
 # runners such as GitHub's), else fails saying what needed root.
 as_root() {

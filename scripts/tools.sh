@@ -9,7 +9,8 @@
 #      conventional online path (scripts/envtest-download.sh), tried once, only while nothing else
 #      provides them; ENVTEST_DOWNLOAD=0 skips it;
 #   3. a build from the Go module proxy (scripts/build-kube.sh, scripts/build-etcd.sh).
-# kube-controller-manager and olm are not in envtest's releases: always built.
+# kube-controller-manager and olm are not in envtest's releases: build-kube.sh and build-olm.sh take
+# upstream's release binaries when dl.k8s.io and quay.io are reachable, else build them.
 . "$(dirname "$0")/lib.sh"
 start=$SECONDS
 
