@@ -24,13 +24,14 @@ if ! stamp_ok "$src/.stamp" "$OLM_VERSION"; then
   echo "$OLM_VERSION" > "$src/.stamp"
 fi
 
+# OLM's release module, whichever way the binaries come: its manifests pin the olm image (below), the
+# kind tier applies them (framework/olm reads them in the module cache), and offline its source is
+# what is built.
+moddir=$(cd "$src" && GOFLAGS=-mod=mod go mod download -json "$mod@$OLM_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+[ -d "$moddir" ] || die "could not download $mod@$OLM_VERSION from the Go module proxy"
+
 # olm_image: the image OLM's release manifests run, by digest.
-olm_image() {
-  local dir
-  dir=$(cd "$src" && GOFLAGS=-mod=mod go mod download -json "$mod@$OLM_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [ -n "$dir" ] || return 1
-  grep -m1 -o 'quay.io/operator-framework/olm@sha256:[0-9a-f]\{64\}' "$dir/deploy/upstream/quickstart/olm.yaml"
-}
+olm_image() { grep -m1 -o 'quay.io/operator-framework/olm@sha256:[0-9a-f]\{64\}' "$moddir/deploy/upstream/quickstart/olm.yaml"; }
 
 # pkg_of BINARY: its main package in OLM's module.
 pkg_of() {
