@@ -2,12 +2,6 @@ package scripts_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/cleanup-e2e/cleanup-e2e/scripts/download/mirror"
 )
 
 // script runs a toolchain script with a cache of its own and env, returning its log.
@@ -41,22 +29,11 @@ func script(t *testing.T, cache string, env []string, args ...string) (string, e
 func TestKubeBinariesFromTheRelease(t *testing.T) {
 	version := kubeVersion(t)
 	binary := "#!/bin/sh\necho Kubernetes " + version + "\n"
-	sum := sha256.Sum256([]byte(binary))
 	path := "/" + version + "/bin/linux/" + runtime.GOARCH + "/kube-controller-manager"
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case path:
-			_, _ = w.Write([]byte(binary))
-		case path + ".sha256":
-			_, _ = w.Write([]byte(hex.EncodeToString(sum[:])))
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer srv.Close()
+	url := mirror.Files(t, map[string]string{path: binary, path + ".sha256": mirror.SHA256(binary)})
 
 	cache := t.TempDir()
-	if _, err := script(t, cache, []string{"KUBE_RELEASE_URL=" + srv.URL}, "build-kube.sh", "kube-controller-manager"); err != nil {
+	if _, err := script(t, cache, []string{"KUBE_RELEASE_URL=" + url}, "build-kube.sh", "kube-controller-manager"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(cache, "bin", "kube-"+version, "kube-controller-manager"))
@@ -77,33 +54,12 @@ func TestKubeBinariesFromTheRelease(t *testing.T) {
 // bin/olm is used as is and stamped with the pinned version, so the next run keeps it.
 func TestOLMBinariesFromTheReleaseImage(t *testing.T) {
 	version := pinned(t, "OLM_VERSION")
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	layer, err := crane.Layer(map[string][]byte{"bin/olm": []byte("upstream olm"), "bin/catalog": []byte("upstream catalog")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := mutate.AppendManifests(empty.Index,
-		mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: runtime.GOARCH}}})
-	repo := strings.TrimPrefix(srv.URL, "http://") + "/operator-framework/olm"
-	tag, err := name.NewTag(repo + ":" + version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.WriteIndex(tag, idx); err != nil {
-		t.Fatal(err)
-	}
-	digest, err := idx.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	image := mirror.Index(t, "operator-framework/olm", version, map[string][]mirror.Layer{
+		"linux/" + runtime.GOARCH: {{"bin/olm": []byte("upstream olm"), "bin/catalog": []byte("upstream catalog")}},
+	})
 
 	cache := t.TempDir()
-	if _, err := script(t, cache, []string{"OLM_IMAGE=" + repo + "@" + digest.String()}, "build-olm.sh", "olm", "catalog"); err != nil {
+	if _, err := script(t, cache, []string{"OLM_IMAGE=" + image}, "build-olm.sh", "olm", "catalog"); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(cache, "bin", "olm-"+version)

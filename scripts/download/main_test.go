@@ -3,54 +3,25 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/cleanup-e2e/cleanup-e2e/scripts/download/mirror"
 )
 
-// release serves files as dl.k8s.io does: each with a .sha256 beside it.
-func release(t *testing.T, files map[string]string) *httptest.Server {
-	t.Helper()
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func sum(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
-
 func TestFileWritesOnlyWhatItsChecksumSays(t *testing.T) {
-	s := release(t, map[string]string{
+	url := mirror.Files(t, map[string]string{
 		"/bin/kcm":        "the binary",
-		"/bin/kcm.sha256": sum("the binary") + "\n",
+		"/bin/kcm.sha256": mirror.SHA256("the binary") + "\n",
 		"/bin/bad":        "tampered",
-		"/bin/bad.sha256": sum("the binary"),
+		"/bin/bad.sha256": mirror.SHA256("the binary"),
 		"/bin/nosum":      "the binary",
 	})
 	dir := t.TempDir()
 	out := filepath.Join(dir, "kube-controller-manager")
-	if err := run(context.Background(), []string{"file", "-o", out, s.URL + "/bin/kcm"}, &bytes.Buffer{}); err != nil {
+	if err := run(context.Background(), []string{"file", "-o", out, url + "/bin/kcm"}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(out)
@@ -62,12 +33,12 @@ func TestFileWritesOnlyWhatItsChecksumSays(t *testing.T) {
 	}
 
 	for file, want := range map[string]string{
-		"bad":   "but " + s.URL + "/bin/bad.sha256 says " + sum("the binary"),
+		"bad":   "but " + url + "/bin/bad.sha256 says " + mirror.SHA256("the binary"),
 		"nosum": "its checksum: GET answered 404",
 		"none":  "its checksum: GET answered 404",
 	} {
 		out := filepath.Join(dir, file)
-		err := run(context.Background(), []string{"file", "-o", out, s.URL + "/bin/" + file}, &bytes.Buffer{})
+		err := run(context.Background(), []string{"file", "-o", out, url + "/bin/" + file}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "/bin/"+file) {
 			t.Errorf("%s: error %v, want one naming the URL and %q", file, err, want)
 		}
@@ -80,45 +51,16 @@ func TestFileWritesOnlyWhatItsChecksumSays(t *testing.T) {
 	}
 }
 
-// olmImage pushes to a local registry an index of two platforms' images whose bin/olm differ; on
-// amd64, a later layer replaces bin/olm and deletes bin/gone. It returns the index's reference by digest.
+// olmImage is an index of two platforms' images whose bin/olm differ; on amd64, a later layer replaces
+// bin/olm and deletes bin/gone.
 func olmImage(t *testing.T) string {
-	t.Helper()
-	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(s.Close)
-	host := strings.TrimPrefix(s.URL, "http://")
-	layer := func(files map[string][]byte) v1.Layer {
-		l, err := crane.Layer(files)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	amd64, err := mutate.AppendLayers(empty.Image,
-		layer(map[string][]byte{"bin/olm": []byte("old olm"), "bin/gone": []byte("x"), "bin/catalog": []byte("amd64 catalog")}),
-		layer(map[string][]byte{"bin/olm": []byte("amd64 olm"), "bin/.wh.gone": nil}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	arm64, err := mutate.AppendLayers(empty.Image, layer(map[string][]byte{"bin/olm": []byte("arm64 olm")}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := mutate.AppendManifests(empty.Index,
-		mutate.IndexAddendum{Add: arm64, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
-		mutate.IndexAddendum{Add: amd64, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}})
-	tag, err := name.NewTag(host + "/operator-framework/olm:v0.46.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.WriteIndex(tag, idx); err != nil {
-		t.Fatal(err)
-	}
-	d, err := idx.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return host + "/operator-framework/olm@" + d.String()
+	return mirror.Index(t, "operator-framework/olm", "v0.46.0", map[string][]mirror.Layer{
+		"linux/arm64": {{"bin/olm": []byte("arm64 olm")}},
+		"linux/amd64": {
+			{"bin/olm": []byte("old olm"), "bin/gone": []byte("x"), "bin/catalog": []byte("amd64 catalog")},
+			{"bin/olm": []byte("amd64 olm"), "bin/.wh.gone": nil},
+		},
+	})
 }
 
 func TestImageTakesTheFilesOfItsPlatformAfterEveryLayer(t *testing.T) {
