@@ -86,17 +86,19 @@ if [ "${KUBE_DOWNLOAD:-1}" = 0 ]; then
 elif why=$(unreachable "$release"); then
   log "${missing[*]} not downloaded: $why (release binaries: $release)"
 else
-  left=()
-  for b in "${missing[@]}"; do
-    if step "download $b $KUBE_VERSION from $release" download file -timeout "${KUBE_DOWNLOAD_TIMEOUT:-10m}" -o "$out/$b" "$release/$b" \
-        && [[ $(version_of "$out/$b") == *"$KUBE_VERSION"* ]]; then
-      continue
+  # After the first failure the rest are built: a host that did not serve one binary would most
+  # likely make each of the others wait for its timeouts too.
+  while [ ${#missing[@]} -gt 0 ]; do
+    b=${missing[0]}
+    if ! step "download $b $KUBE_VERSION from $release" download file -timeout "${KUBE_DOWNLOAD_TIMEOUT:-10m}" -o "$out/$b" "$release/$b"; then
+      break
     fi
-    [ ! -e "$out/$b" ] || { log "$out/$b from $release does not say $KUBE_VERSION: removed"; rm -f "$out/$b"; }
-    left+=("$b")
+    if [[ $(version_of "$out/$b") != *"$KUBE_VERSION"* ]]; then
+      log "$out/$b from $release does not say $KUBE_VERSION: removed"; rm -f "$out/$b"; break
+    fi
+    missing=("${missing[@]:1}")
   done
-  [ ${#left[@]} -gt 0 ] || exit 0
-  missing=("${left[@]}")
+  [ ${#missing[@]} -gt 0 ] || exit 0
 fi
 
 stamp="$KUBE_VERSION/$KUBE_STAGING_VERSION/$(our_requirements | sha256sum | cut -c1-16)"

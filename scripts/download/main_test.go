@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cleanup-e2e/cleanup-e2e/scripts/download/mirror"
 )
@@ -102,5 +105,23 @@ func TestImageRefusesWhatItCannotCheckAndWritesNothingForAMissingFile(t *testing
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("failed downloads wrote %v: an image missing one of the files must write none of them", entries)
+	}
+}
+
+// A host that takes the connection and never answers fails the download within the client's header
+// timeout (30 s; shortened here), not after the whole -timeout, so the scripts go on to build.
+func TestFileGivesUpOnAHostThatDoesNotAnswer(t *testing.T) {
+	stalled := make(chan struct{})
+	s := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stalled }))
+	defer s.Close()
+	defer close(stalled)
+	tr := client.Transport.(*http.Transport)
+	before := tr.ResponseHeaderTimeout
+	tr.ResponseHeaderTimeout = 200 * time.Millisecond
+	defer func() { tr.ResponseHeaderTimeout = before }()
+	start := time.Now()
+	err := run(context.Background(), []string{"file", "-timeout", "10m", "-o", filepath.Join(t.TempDir(), "kcm"), s.URL + "/kcm"}, &bytes.Buffer{})
+	if err == nil || time.Since(start) > time.Minute {
+		t.Fatalf("a host that never answers: error %v after %s, want a failure long before -timeout", err, time.Since(start))
 	}
 }
