@@ -6,12 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // file writes url's content to out when its SHA-256 is the one url+".sha256" publishes.
@@ -61,15 +59,8 @@ func get(ctx context.Context, url string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(body, 1<<20))
 }
 
-// client gives up on a host that takes connections but does not answer within seconds (a firewall
-// dropping packets), instead of waiting for the whole -timeout: the scripts then build from source.
-var client = &http.Client{Transport: func() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.TLSHandshakeTimeout = 15 * time.Second
-	t.ResponseHeaderTimeout = 30 * time.Second
-	return t
-}()}
+// client is the file downloads' (the transport in main.go).
+var client = &http.Client{Transport: transport}
 
 // open starts a GET that answered 200 (redirects followed, as dl.k8s.io's to its CDN).
 func open(ctx context.Context, url string) (io.ReadCloser, error) {

@@ -28,7 +28,7 @@ func imageFiles(ctx context.Context, ref, platform, dir string, paths []string) 
 	if err != nil {
 		return fmt.Errorf("-platform %q: %w", platform, err)
 	}
-	img, err := remote.Image(digest, remote.WithContext(ctx), remote.WithPlatform(*p)) // anonymous: the release images are public
+	img, err := remote.Image(digest, remote.WithContext(ctx), remote.WithPlatform(*p), remote.WithTransport(transport)) // anonymous: release images are public
 	if err != nil {
 		return fmt.Errorf("image %s: %w", ref, err)
 	}

@@ -22,10 +22,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"time"
 )
+
+// transport gives up on a host that takes connections but does not answer within seconds (a firewall
+// dropping packets, a stalled proxy) instead of waiting for the whole -timeout: the scripts then build
+// from source. Both modes use it.
+var transport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = 15 * time.Second
+	t.ResponseHeaderTimeout = 30 * time.Second
+	return t
+}()
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {

@@ -108,20 +108,25 @@ func TestImageRefusesWhatItCannotCheckAndWritesNothingForAMissingFile(t *testing
 	}
 }
 
-// A host that takes the connection and never answers fails the download within the client's header
-// timeout (30 s; shortened here), not after the whole -timeout, so the scripts go on to build.
+// A host that takes the connection and never answers fails either download within the transport's
+// header timeout (30 s; shortened here, retries included), not after the whole -timeout, so the scripts go on to build.
 func TestFileGivesUpOnAHostThatDoesNotAnswer(t *testing.T) {
 	stalled := make(chan struct{})
 	s := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stalled }))
 	defer s.Close()
 	defer close(stalled)
-	tr := client.Transport.(*http.Transport)
-	before := tr.ResponseHeaderTimeout
-	tr.ResponseHeaderTimeout = 200 * time.Millisecond
-	defer func() { tr.ResponseHeaderTimeout = before }()
+	before := transport.ResponseHeaderTimeout
+	transport.ResponseHeaderTimeout = 200 * time.Millisecond
+	defer func() { transport.ResponseHeaderTimeout = before }()
 	start := time.Now()
 	err := run(context.Background(), []string{"file", "-timeout", "10m", "-o", filepath.Join(t.TempDir(), "kcm"), s.URL + "/kcm"}, &bytes.Buffer{})
 	if err == nil || time.Since(start) > time.Minute {
-		t.Fatalf("a host that never answers: error %v after %s, want a failure long before -timeout", err, time.Since(start))
+		t.Fatalf("file from a host that never answers: error %v after %s, want a failure long before -timeout", err, time.Since(start))
+	}
+	start = time.Now()
+	ref := strings.TrimPrefix(s.URL, "http://") + "/olm@sha256:" + strings.Repeat("0", 64)
+	err = run(context.Background(), []string{"image", "-timeout", "10m", "-o", t.TempDir(), ref, "bin/olm"}, &bytes.Buffer{})
+	if err == nil || time.Since(start) > time.Minute {
+		t.Fatalf("image from a host that never answers: error %v after %s, want a failure long before -timeout", err, time.Since(start))
 	}
 }
