@@ -6,8 +6,9 @@
 # built from a wrapper module pinned to that version: the proxy refuses version lists for
 # operator-framework modules, so `go install ...@version` fails on the lookup.
 #
-#   OLM_DOWNLOAD=0   build from source without trying the image
-#   OLM_IMAGE=ref    another image (a mirror: by digest; the tests serve one)
+#   OLM_DOWNLOAD=0         build from source without trying the image
+#   OLM_RELEASE_IMAGE=ref  another image (a mirror: by digest; the tests serve one); not OLM_IMAGE,
+#                          the kind image scripts/images.sh builds, which would reach here when exported
 #
 # Usage: scripts/build-olm.sh [olm|catalog|package-server|cpb|copy-content ...]   (default: olm)
 . "$(dirname "$0")/lib.sh"
@@ -48,7 +49,7 @@ for b in $want; do
   [ -x "$out/$b" ] && stamp_ok "$out/.$b.stamp" "$OLM_VERSION" || missing+=("$b")
 done
 if [ ${#missing[@]} -gt 0 ] && [ "${OLM_DOWNLOAD:-1}" != 0 ]; then
-  if ! image=${OLM_IMAGE:-$(olm_image)}; then
+  if ! image=${OLM_RELEASE_IMAGE:-$(olm_image)}; then
     log "OLM $OLM_VERSION's release manifest names no olm image by digest: building from source"
   elif why=$(unreachable "$image"); then
     log "OLM ${missing[*]} not taken from $image: $why"

@@ -59,7 +59,9 @@ func TestOLMBinariesFromTheReleaseImage(t *testing.T) {
 	})
 
 	cache := t.TempDir()
-	if _, err := script(t, cache, []string{"OLM_IMAGE=" + image}, "build-olm.sh", "olm", "catalog"); err != nil {
+	// OLM_IMAGE as scripts/images.sh sets it (the kind image it builds) must not be taken for the release's.
+	env := []string{"OLM_RELEASE_IMAGE=" + image, "OLM_IMAGE=cleanup-e2e.local/olm:" + version}
+	if _, err := script(t, cache, env, "build-olm.sh", "olm", "catalog"); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(cache, "bin", "olm-"+version)
