@@ -71,6 +71,7 @@ case $PROVIDER in
     done
     [ "$kube_built" = 0 ] || prebuild
     [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
+    export CLEANUP_E2E_DOCKER_READY=1 # node-image.sh need not check it again (a privileged docker run, ≈ 1.5 s)
     step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh
     [ "$kube_built" = 1 ] || prebuild
     step "images (scripts/images.sh)" bash scripts/images.sh

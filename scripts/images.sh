@@ -93,22 +93,18 @@ stage() {
 # link SRC DST: put SRC into a context without copying it (same file system), else copy.
 link() { mkdir -p "$(dirname "$2")"; ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
 
-gobuild() { # OUT PKG: static build from this module (go's build cache keeps it incremental)
-  CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/$1" "$2"
-}
 
 # --- binaries -----------------------------------------------------------------------------------
 step "OLM binaries (scripts/build-olm.sh)" bash scripts/build-olm.sh olm catalog package-server cpb copy-content
 step "opm and grpc_health_probe (scripts/build-opm.sh)" bash scripts/build-opm.sh opm grpc_health_probe
 OLM_BIN=$BIN_DIR/olm-$OLM_VERSION
 OPM_BIN=$BIN_DIR/opm-$OPERATOR_REGISTRY_VERSION
-step "go build cp, fixture-operator, operand-cleanup, payload-applier" bash -c "
-  $(declare -f gobuild); GOBIN_DIR='$GOBIN_DIR'
-  set -e
-  gobuild cp ./images/cp
-  gobuild fixture-operator ./cmd/fixture-operator
-  gobuild operand-cleanup ./cmd/operand-cleanup
-  gobuild payload-applier ./cmd/payload-applier"
+# One go command for the four (each binary is named after its package's directory): it loads the
+# package graph once, and leaves an up-to-date binary unlinked; four took 1.3 s idle, 3 s of a kept
+# kind run's set-up under the background prebuild, against 0.35 s idle.
+step "go build cp, fixture-operator, operand-cleanup, payload-applier" \
+  env CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/" \
+  ./images/cp ./cmd/fixture-operator ./cmd/operand-cleanup ./cmd/payload-applier
 # The example operator's own build (its Dockerfile's `go build -a -o manager cmd/main.go`, from its module).
 step "go build examples/memcached-operator/cmd (the example operator's manager)" \
   env CGO_ENABLED=0 go build -C examples/memcached-operator -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/memcached-manager" ./cmd

@@ -36,7 +36,8 @@ sha() { sha256sum | cut -c1-64; }
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 label_of() { docker image inspect --format "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true; }
 
-"$KIND_DIR/docker.sh"
+# Run alone it makes sure Docker runs; scripts/e2e.sh has just done so and says so.
+[ "${CLEANUP_E2E_DOCKER_READY:-}" = 1 ] || "$KIND_DIR/docker.sh"
 
 # --- 0. upstream image, where it can be had
 if [ "${NODE_IMAGE_UPSTREAM:-1}" != 0 ]; then
