@@ -46,26 +46,29 @@ pkg_of() {
 missing=()
 for b in $want; do
   pkg_of "$b" >/dev/null
-  [ -x "$out/$b" ] && stamp_ok "$out/.$b.stamp" "$OLM_VERSION" || missing+=("$b")
+  if [ -x "$out/$b" ] && stamp_ok "$out/.$b.stamp" "$OLM_VERSION"; then
+    log "OLM $b $OLM_VERSION cached at $out/$b"
+  else
+    missing+=("$b")
+  fi
 done
-if [ ${#missing[@]} -gt 0 ] && [ "${OLM_DOWNLOAD:-1}" != 0 ]; then
+[ ${#missing[@]} -gt 0 ] || exit 0
+
+if [ "${OLM_DOWNLOAD:-1}" != 0 ]; then
   if ! image=${OLM_RELEASE_IMAGE:-$(olm_image)}; then
     log "OLM $OLM_VERSION's release manifest names no olm image by digest: building from source"
   elif why=$(unreachable "$image"); then
     log "OLM ${missing[*]} not taken from $image: $why"
   elif step "OLM ${missing[*]} $OLM_VERSION from upstream's image $image" \
       download image -timeout "${OLM_DOWNLOAD_TIMEOUT:-10m}" -o "$out" "$image" "${missing[@]/#/bin/}"; then
+    # download writes every file or none
     for b in "${missing[@]}"; do echo "$OLM_VERSION" > "$out/.$b.stamp"; done
+    exit 0
   fi
 fi
 
-for b in $want; do
-  pkg=$(pkg_of "$b")
-  stamp=$out/.$b.stamp
-  if [ -x "$out/$b" ] && stamp_ok "$stamp" "$OLM_VERSION"; then
-    log "OLM $b $OLM_VERSION cached at $out/$b"; continue
-  fi
-  step "build OLM $b $OLM_VERSION (cold ≈ 2 min)" go_wrapper_build "$src" "$out/$b" "$pkg" -tags json1 \
+for b in "${missing[@]}"; do
+  step "build OLM $b $OLM_VERSION (cold ≈ 3 min)" go_wrapper_build "$src" "$out/$b" "$(pkg_of "$b")" -tags json1 \
     -ldflags "-s -w -X $mod/pkg/version.OLMVersion=${OLM_VERSION#v}"
-  echo "$OLM_VERSION" > "$stamp"
+  echo "$OLM_VERSION" > "$out/.$b.stamp"
 done

@@ -93,7 +93,6 @@ stage() {
 # link SRC DST: put SRC into a context without copying it (same file system), else copy.
 link() { mkdir -p "$(dirname "$2")"; ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
 
-
 # --- binaries -----------------------------------------------------------------------------------
 step "OLM binaries (scripts/build-olm.sh)" bash scripts/build-olm.sh olm catalog package-server cpb copy-content
 step "opm and grpc_health_probe (scripts/build-opm.sh)" bash scripts/build-opm.sh opm grpc_health_probe
