@@ -25,7 +25,10 @@ var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
 // nightly job sees specs, not one go test per suite.
 func RunSpecs(t *testing.T, description string) {
 	gomega.RegisterFailHandler(ginkgo.Fail)
-	// The suite's own Eventually/Consistently poll like the spec library (intervals.Poll, not 10 ms).
+	// The suite's own Eventually/Consistently poll like the spec library (intervals.Poll, not 10 ms), and
+	// an Eventually without a timeout or a context waits as long as a spec step, not Gomega's 1 s (a
+	// flake on a slow runner; a wait that succeeds early costs nothing).
+	gomega.SetDefaultEventuallyTimeout(intervals.Get(intervals.SpecStep))
 	gomega.SetDefaultEventuallyPollingInterval(intervals.Poll)
 	gomega.SetDefaultConsistentlyPollingInterval(intervals.Poll)
 	suiteConfig, reporterConfig := ginkgo.GinkgoConfiguration()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 )
 
@@ -28,7 +30,9 @@ func TestMain(m *testing.M) {
 func runHelper(root string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	p, err := New(ctx, WithName("leak"), WithWorkRoot(root))
+	// its progress on stderr, so that a start that fails or hangs says which step it was in
+	progress := funcr.New(func(prefix, args string) { println(prefix + " " + args) }, funcr.Options{})
+	p, err := New(ctx, WithName("leak"), WithWorkRoot(root), WithLogger(progress))
 	if err != nil {
 		println("helper: " + err.Error())
 		return 1
@@ -61,12 +65,17 @@ func startHelper(t *testing.T, root string) (*exec.Cmd, string) {
 		}
 		close(lines)
 	}()
-	timeout := time.After(3 * time.Minute)
+	// The provider's own deadlines (control plane, CRDs, OLM ready) bound the start, and the helper then
+	// exits with the provider's error; this one only catches a helper that hangs. 3 min was shorter than
+	// those deadlines together: a start that took 3 min 19 s under load (a flake hunt on a slow VM) failed
+	// here with no cause.
+	timeout := time.After(10 * time.Minute)
+	var last []string // the helper's last lines, for a failure that names its cause
 	for {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("helper exited before it was ready: %v", cmd.Wait())
+				t.Fatalf("helper exited before it was ready: %v; its last output:\n%s", cmd.Wait(), strings.Join(last, "\n"))
 			}
 			if dir, found := strings.CutPrefix(l, "WORKDIR "); found {
 				go func() {
@@ -75,9 +84,12 @@ func startHelper(t *testing.T, root string) (*exec.Cmd, string) {
 				}()
 				return cmd, dir
 			}
+			if last = append(last, l); len(last) > 20 {
+				last = last[1:]
+			}
 		case <-timeout:
 			_ = cmd.Process.Kill()
-			t.Fatal("helper did not become ready")
+			t.Fatalf("helper did not print WORKDIR within 10 min; its last output:\n%s", strings.Join(last, "\n"))
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/cleanup-e2e/cleanup-e2e/config/crd"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 	configv1 "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/api/configv1"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
@@ -33,6 +34,11 @@ var (
 
 func TestApplier(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// Waits without a timeout of their own take the spec library's, not Gomega's 1 s: two flake-hunt
+	// runs on a slow VM (2026-11-27) failed "loops over a ConfigMap payload" after 1 s, the applier
+	// still on its first pass. They poll as the framework's do.
+	SetDefaultEventuallyTimeout(intervals.Get(intervals.SpecStep))
+	SetDefaultEventuallyPollingInterval(intervals.Poll)
 	RunSpecs(t, "payload applier (envtest)")
 }
 
