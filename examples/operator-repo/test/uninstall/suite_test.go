@@ -19,7 +19,9 @@ import (
 )
 
 func TestUninstall(t *testing.T) {
-	suite.RunSpecs(t, "widget-operator uninstall") // randomized order, JUnit under $ARTIFACTS
+	// randomized order, JUnit under $ARTIFACTS; an Eventually without a timeout or a context waits
+	// intervals.SpecStep (2 min × CLEANUP_E2E_WAIT_SCALE), not Gomega's 1 s, polling every 100 ms
+	suite.RunSpecs(t, "widget-operator uninstall")
 }
 
 // On envtest each Ginkgo process gets a cluster of its own; on a shared one (kind, existing) process 1
