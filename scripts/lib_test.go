@@ -48,10 +48,11 @@ func TestStepTimesAndPropagatesFailure(t *testing.T) {
 	if ok || strings.Contains(out, "went on after a failure") || strings.Contains(out, "not reached") {
 		t.Fatalf("a function run by step must stop at its first failure: %s", out)
 	}
-	// $SECONDS counts whole seconds, so a step may cross one tick more than it lasted.
+	// $SECONDS counts whole seconds, so a step may cross one tick more than it lasted, and a loaded
+	// machine may stretch `sleep 1` with its log lines past a second tick.
 	out, ok = lib(t, `step "a timed step" sleep 1`)
-	if !ok || !regexp.MustCompile(`<== a timed step done in [12]s\n`).MatchString(out) {
-		t.Fatalf("step must say how long it took (1 s, or 2 s across a tick): %s", out)
+	if !ok || !regexp.MustCompile(`<== a timed step done in [123]s\n`).MatchString(out) {
+		t.Fatalf("step must say how long it took (1 s, up to 3 s across ticks under load): %s", out)
 	}
 }
 
