@@ -105,7 +105,11 @@ func (l *ledger) waitGone(ctx context.Context, e entry) error {
 		if apierrors.IsNotFound(err) || (err == nil && u.GetUID() != e.uid) {
 			return true, ""
 		}
-		return false, fmt.Sprintf("%s is not gone yet (finalizers %v%s, error %v)", e, u.GetFinalizers(), deletionConditions(u), err)
+		var did string
+		if err == nil && e.gvk.Kind == "CustomResourceDefinition" {
+			did, err = finalizeAgainIfFailed(ctx, l.c, u, e.uid)
+		}
+		return false, fmt.Sprintf("%s is not gone yet (finalizers %v%s, error %v)%s", e, u.GetFinalizers(), deletionConditions(u), err, did)
 	})
 }
 
