@@ -184,15 +184,20 @@ func testTeardownLeavesARecreatedObject(ctx context.Context, t *testing.T, c cli
 		t.Fatalf("created %v", got)
 	}
 	must(t, c.Delete(ctx, crd.DeepCopy()))
-	// Not 30 s: the API server's CRD finalizer lists the instances first, and right after a CRD
-	// changes its instances' new watch cache may still be initializing; the finalizer then retries
-	// with exponential backoff, which under make test's load can outlast 30 s ("Terminating=True
-	// InstanceDeletionFailed: could not list instances: storage is (re)initializing").
+	// The API server's CRD finalizer lists the instances first, and right after a CRD changes its
+	// instances' new watch cache may still be initializing; the finalizer then retries with exponential
+	// backoff, which under make test's load outlasted 30 s ("Terminating=True InstanceDeletionFailed:
+	// could not list instances: storage is (re)initializing"): the wait asks it to retry, as the
+	// ledger's does (finalizeagain.go).
 	must(t, kube.Poll(ctx, 2*time.Minute, func() (bool, string) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 		err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, u)
-		return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (finalizers %v%s, error %v)", crd.Name, u.GetFinalizers(), deletionConditions(u), err)
+		var did string
+		if err == nil {
+			did, err = finalizeAgainIfFailed(ctx, c, u, u.GetUID())
+		}
+		return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (finalizers %v%s, error %v)%s", crd.Name, u.GetFinalizers(), deletionConditions(u), err, did)
 	}))
 	must(t, kube.ApplyCRDs(ctx, c, crd.DeepCopy())) // someone else's now
 	if err := s.Teardown(ctx); err != nil {
