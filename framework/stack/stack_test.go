@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -184,21 +183,10 @@ func testTeardownLeavesARecreatedObject(ctx context.Context, t *testing.T, c cli
 		t.Fatalf("created %v", got)
 	}
 	must(t, c.Delete(ctx, crd.DeepCopy()))
-	// The API server's CRD finalizer lists the instances first, and right after a CRD changes its
-	// instances' new watch cache may still be initializing; the finalizer then retries with exponential
-	// backoff, which under make test's load outlasted 30 s ("Terminating=True InstanceDeletionFailed:
-	// could not list instances: storage is (re)initializing"): the wait asks it to retry, as the
-	// ledger's does (finalizeagain.go).
-	must(t, kube.Poll(ctx, 2*time.Minute, func() (bool, string) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-		err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, u)
-		var did string
-		if err == nil {
-			did, err = finalizeAgainIfFailed(ctx, c, u, u.GetUID())
-		}
-		return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (finalizers %v%s, error %v)%s", crd.Name, u.GetFinalizers(), deletionConditions(u), err, did)
-	}))
+	// Waited for as the stack's Teardown waits (the ledger's waitGone, the CRD's UID as the run
+	// recorded it): not 30 s, and asking the API server's CRD finalizer to retry a failed deletion
+	// (finalizeagain.go) — under make test's load its backoff outlasted 30 s.
+	must(t, (&ledger{c: c, log: testr.New(t), timeout: 2 * time.Minute}).waitGone(ctx, s.ledger.entries[0]))
 	must(t, kube.ApplyCRDs(ctx, c, crd.DeepCopy())) // someone else's now
 	if err := s.Teardown(ctx); err != nil {
 		t.Fatal(err)
