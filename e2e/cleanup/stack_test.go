@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -10,11 +11,13 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
@@ -26,9 +29,10 @@ var stackOperator = specs.OperandCleanupSpecInput{
 	Samples: func(string) []*unstructured.Unstructured {
 		return []*unstructured.Unstructured{toUnstructured(&fixturesv1alpha1.Stack{
 			ObjectMeta: metav1.ObjectMeta{Name: "sample"},
+			// DeleteSelf waits longer than any spec: the spec ends the wait (selfDeletionDelay: 0s) once it
+			// has seen the CSV list the Stack in that phase. Children go at once unless the spec holds one.
 			Spec: fixturesv1alpha1.StackSpec{Children: ptr.To[int32](2),
-				ChildDeletionDelay: &metav1.Duration{Duration: 3 * time.Second},
-				SelfDeletionDelay:  &metav1.Duration{Duration: 4 * time.Second}},
+				SelfDeletionDelay: &metav1.Duration{Duration: time.Hour}},
 		})}
 	},
 	Reconciled: func(ctx context.Context, c client.Client, s *unstructured.Unstructured) error {
@@ -53,33 +57,49 @@ var _ = Describe("Operand cleanup of an operator with phased deletion", Label("o
 		stack.Namespace, stack.Name = stacks[0].GetNamespace(), stacks[0].GetName()
 		stackEntry := matchers.PendingEntry{Group: fixturesv1alpha1.GroupVersion.Group, Kind: "Stack", Namespace: stack.Namespace, Name: stack.Name}
 
+		// Each phase lasts until the spec has seen the CSV list the Stack during it: a child held by the
+		// spec keeps DeleteChildren going, the hour-long selfDeletionDelay keeps DeleteSelf going. (Fixed
+		// delays of 3 and 4 s raced the controller's status writes on a loaded machine.)
+		children := &fixturesv1alpha1.StackChildList{}
+		Expect(k8s.List(ctx, children, client.InNamespace(stack.Namespace))).To(Succeed())
+		Expect(children.Items).NotTo(BeEmpty(), "stack-operator should have made the Stack's children")
+		held := toUnstructured(&children.Items[0])
+		Expect(hold.Put(ctx, k8s, held)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) error { return hold.Release(ctx, k8s, held) })
+
 		r.Uninstall(ctx)
-		By("watching the phases while the CSV lists the Stack as pending deletion")
-		// The controller writes the CSV's status at most every few seconds, so for each phase the
-		// Stack must be listed at some point while it is in that phase, not at the instant it enters it.
-		var seen []fixturesv1alpha1.DeletionPhase
-		listedDuring := map[fixturesv1alpha1.DeletionPhase]bool{}
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stack), stack)).To(Succeed())
-			p := stack.Status.DeletionPhase
-			g.Expect(p).NotTo(BeEmpty(), "the Stack has not started deleting yet")
-			if len(seen) == 0 || seen[len(seen)-1] != p {
-				seen = append(seen, p)
-			}
-			if csv, err := r.LiveCSV(ctx)(); err == nil && slices.Contains(matchers.PendingEntries(csv.Status.Cleanup.PendingDeletion), stackEntry) {
-				listedDuring[p] = true
-			}
-			g.Expect(listedDuring).To(HaveKey(fixturesv1alpha1.DeletionPhaseDeleteSelf))
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
-		Expect(seen).To(Equal([]fixturesv1alpha1.DeletionPhase{
+		listedIn := func(phase fixturesv1alpha1.DeletionPhase) {
+			GinkgoHelper()
+			var pending []matchers.PendingEntry
+			Eventually(func(g Gomega) {
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stack), stack)).To(Succeed())
+				g.Expect(stack.Status.DeletionPhase).To(Equal(phase), "the Stack's deletion phase")
+				csv, err := r.LiveCSV(ctx)()
+				g.Expect(err).NotTo(HaveOccurred())
+				pending = matchers.PendingEntries(csv.Status.Cleanup.PendingDeletion)
+				g.Expect(pending).To(ContainElement(stackEntry))
+			}).WithContext(ctx).Should(Succeed(),
+				func() string {
+					return fmt.Sprintf("the CSV must list Stack %s/%s as pending while it is in phase %s; the Stack is in phase %q, the CSV lists %v",
+						stack.Namespace, stack.Name, phase, stack.Status.DeletionPhase, pending)
+				})
+		}
+		By("seeing the CSV list the Stack while it deletes its children (one held by the spec)")
+		listedIn(fixturesv1alpha1.DeletionPhaseDeleteChildren)
+		Expect(hold.Release(ctx, k8s, held)).To(Succeed())
+		By("seeing the CSV list the Stack while it deletes itself, then ending that phase's wait")
+		listedIn(fixturesv1alpha1.DeletionPhaseDeleteSelf)
+		var phases []fixturesv1alpha1.DeletionPhase
+		for _, p := range stack.Status.DeletionPhases {
+			phases = append(phases, p.Phase)
+		}
+		Expect(phases).To(Equal([]fixturesv1alpha1.DeletionPhase{
 			fixturesv1alpha1.DeletionPhaseDeleteChildren, fixturesv1alpha1.DeletionPhaseDeleteSelf}), "phases in order")
-		Expect(listedDuring).To(HaveKey(fixturesv1alpha1.DeletionPhaseDeleteChildren),
-			"the CSV must list the Stack as pending while it deletes its children")
+		Expect(k8s.Patch(ctx, stack, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"selfDeletionDelay":"0s"}}`)))).To(Succeed())
 
 		r.ExpectRemoved(ctx, stacks)
 		r.ExpectUninstalled(ctx)
-		children := &fixturesv1alpha1.StackChildList{}
 		Expect(k8s.List(ctx, children, client.InNamespace(stack.Namespace))).To(Succeed())
-		Expect(children.Items).To(BeEmpty())
+		Expect(children.Items).To(BeEmpty(), "stack-operator's DeleteChildren should have removed every child")
 	})
 })

@@ -29,10 +29,13 @@ var _ = Describe("controller restarts", func() {
 			})
 			Expect(err).NotTo(HaveOccurred())
 		})
-		// restartController returned once the new controller leads: it reacts within the specs' windows.
+		// restartController returned once the new controller leads, so a CSV made now gets its finalizer
+		// from the watch; a leader whose controllers never started would never add it. The suite's
+		// default timeout only absorbs a loaded machine (a 3 s one was a timed test).
 		ns := newNamespace("lease")
 		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
-		Eventually(csvFinalizers(keyOf(csv))).WithTimeout(3 * time.Second).Should(ContainElement(Finalizer))
+		Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer),
+			"the controller that leads should add its finalizer to CSV %s", keyOf(csv))
 	})
 
 	It("finishes a cleanup that was pending when the controller stopped", func() {
