@@ -89,11 +89,7 @@ var _ = Describe("Operand cleanup of an operator with phased deletion", Label("o
 		Expect(hold.Release(ctx, k8s, held)).To(Succeed())
 		By("seeing the CSV list the Stack while it deletes itself, then ending that phase's wait")
 		listedIn(fixturesv1alpha1.DeletionPhaseDeleteSelf)
-		var phases []fixturesv1alpha1.DeletionPhase
-		for _, p := range stack.Status.DeletionPhases {
-			phases = append(phases, p.Phase)
-		}
-		Expect(phases).To(Equal([]fixturesv1alpha1.DeletionPhase{
+		Expect(stack.Status.PhasesEntered()).To(Equal([]fixturesv1alpha1.DeletionPhase{
 			fixturesv1alpha1.DeletionPhaseDeleteChildren, fixturesv1alpha1.DeletionPhaseDeleteSelf}), "phases in order")
 		Expect(k8s.Patch(ctx, stack, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"selfDeletionDelay":"0s"}}`)))).To(Succeed())
 
