@@ -78,7 +78,7 @@ func namesAPackage(pkgs []testPackage, suffix string) bool {
 func ginkgoCLI(dir string) (string, error) {
 	ginkgoOnce.Do(func() {
 		dst := filepath.Join(dir, "ginkgo")
-		tmp := fmt.Sprintf("%s.%d.tmp", dst, os.Getpid()) // runs sharing the cache never see a partial copy
+		tmp := ownName(dst, "tmp") // runs sharing the cache never see a partial copy (share.go)
 		msg, err := exec.Command("go", "run", "-exec", "cp", "github.com/onsi/ginkgo/v2/ginkgo", tmp).CombinedOutput()
 		if err == nil {
 			err = os.Rename(tmp, dst)
@@ -163,14 +163,15 @@ func suiteFunction(p testPackage, named string) (test string, others bool, err e
 // ginkgoRun runs the Ginkgo CLI on p's binary, in p's directory, calling line for each line of its
 // output, and says how much CPU the CLI and its processes took. The CLI runs a compiled suite in the
 // directory that holds it, so the kept binary is linked there for the run (a hidden *.test name:
-// .gitignore has *.test).
+// .gitignore has *.test), under a name of this run's: two runs of one checkout run the same suite.
 func ginkgoRun(p testPackage, procs int, cache string, timeout time.Duration, test string, line func(string)) (time.Duration, error) {
 	cli, err := ginkgoCLI(cache)
 	if err != nil {
 		return 0, err
 	}
-	link := filepath.Join(p.dir, ".testbin-"+p.key+".test")
-	_ = os.Remove(link) // a run killed before its cleanup left it
+	const prefix = ".testbin-"
+	sweep(p.dir, prefix) // what runs killed before their cleanup left
+	link := filepath.Join(p.dir, ownName(prefix+p.key, "test"))
 	if err := os.Symlink(p.binary, link); err != nil {
 		return 0, err
 	}

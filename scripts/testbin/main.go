@@ -105,13 +105,17 @@ func main() {
 	if err := niceAllBut(pkgs, *foreground); err != nil {
 		fatal(err)
 	}
+	held, err := runDir(*cache)
+	if err != nil {
+		fatal(err)
+	}
 	out := &lineWriter{w: os.Stdout}
 	durations := loadDurations(*cache)
 	sort.SliceStable(pkgs, func(i, j int) bool { return durations.of(pkgs[i].path) > durations.of(pkgs[j].path) })
 	ready := newQueue(durations)
 	linked := make(chan bool, 1)
 	go func() {
-		ok := link(*cache, pkgs, out, ready)
+		ok := link(*cache, held, pkgs, out, ready)
 		// Only once every binary is linked: what waits on it (make test's examples) would otherwise
 		// compile and link beside these links (a first make test: 40 links took 4 min 30 s beside both
 		// examples, 3 min 29 s beside one). A warm run links nothing, so it is written at once.
@@ -124,6 +128,7 @@ func main() {
 	}()
 	failed, spans := run(ready, *cache, *parallel, *timeout, procs, out, durations)
 	durations.save(*cache)
+	_ = os.RemoveAll(held)
 	summary.Print(critical(spans, 5))
 	if *spansFile != "" {
 		if err := writeSpans(*spansFile, spans); err != nil {
@@ -139,7 +144,7 @@ func main() {
 // link's output goes to standard error, not among those lines). It reports whether every one linked.
 func linkOnly(w io.Writer, cache string, pkgs []testPackage) bool {
 	ready := newQueue(nil)
-	ok := link(cache, pkgs, &lineWriter{w: os.Stderr}, ready)
+	ok := link(cache, "", pkgs, &lineWriter{w: os.Stderr}, ready)
 	for p, more := ready.pop(); more; p, more = ready.pop() {
 		fmt.Fprintf(w, "%s %s\n", p.dir, p.binary)
 	}
@@ -217,9 +222,10 @@ func testPackages(patterns []string) ([]testPackage, error) {
 
 // link puts each package in ready once its binary is there: the kept ones at once, the others as
 // they are linked (two at a time: go build uses every core itself), in pkgs' order, so that kept
-// binaries run while the others link. It closes ready and reports whether every package built; one
-// that does not is reported as a failed package on out.
-func link(cache string, pkgs []testPackage, out *lineWriter, ready *queue) bool {
+// binaries run while the others link. With held (runDir), each package's binary is this run's hard
+// link there; with "", the cache's. It closes ready and reports whether every package built; one that
+// does not is reported as a failed package on out.
+func link(cache, held string, pkgs []testPackage, out *lineWriter, ready *queue) bool {
 	start := time.Now()
 	var (
 		missing []testPackage
@@ -230,7 +236,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready *queue) bool 
 	ok.Store(true)
 	for _, p := range pkgs {
 		p.binary = filepath.Join(cache, binaryName(p.path, p.key))
-		if _, err := os.Stat(p.binary); err == nil {
+		if keep(&p, held) {
 			ready.push(p)
 			continue
 		}
@@ -240,12 +246,17 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready *queue) bool 
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			msg, err := exec.Command("go", "test", "-c", "-buildvcs=false", "-ldflags="+linkFlags, "-o", p.binary+".tmp", p.path).CombinedOutput()
+			tmp := ownName(p.binary, "tmp")
+			msg, err := exec.Command("go", "test", "-c", "-buildvcs=false", "-ldflags="+linkFlags, "-o", tmp, p.path).CombinedOutput()
+			binary := p.binary
+			if err == nil && held != "" {
+				binary, err = hold(held, tmp, filepath.Base(p.binary))
+			}
 			if err == nil {
-				err = os.Rename(p.binary+".tmp", p.binary)
+				err = os.Rename(tmp, p.binary)
 			}
 			if err != nil {
-				_ = os.Remove(p.binary + ".tmp")
+				_ = os.Remove(tmp)
 				out.event(event{Action: "output", Package: p.path, Output: fmt.Sprintf("building the test binary failed: %v\n%s", err, msg)})
 				out.event(event{Action: "fail", Package: p.path})
 				ok.Store(false)
@@ -259,6 +270,7 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready *queue) bool 
 					_ = os.Remove(o)
 				}
 			}
+			p.binary = binary
 			ready.push(p)
 		})
 	}
@@ -267,6 +279,21 @@ func link(cache string, pkgs []testPackage, out *lineWriter, ready *queue) bool 
 	summary.Printf("testbin: %d test binaries, %d linked in %s (%d kept from an earlier run)\n",
 		len(pkgs), len(missing), time.Since(start).Round(100*time.Millisecond), len(pkgs)-len(missing))
 	return ok.Load()
+}
+
+// keep says whether p's binary is in the cache already and, when the run holds its binaries (held is
+// its runDir), points p at the run's hard link to it.
+func keep(p *testPackage, held string) bool {
+	if held == "" {
+		_, err := os.Stat(p.binary)
+		return err == nil
+	}
+	b, err := hold(held, p.binary, filepath.Base(p.binary))
+	if err != nil {
+		return false // not there, or removed by another run since: linked again
+	}
+	p.binary = b
+	return true
 }
 
 // binaryName is the file of a package's test binary with that key.
@@ -542,7 +569,11 @@ func (d durations) of(pkg string) float64 {
 
 func (d durations) save(cache string) {
 	b, _ := json.MarshalIndent(d, "", "  ")
-	_ = os.WriteFile(filepath.Join(cache, durationsFile), b, 0o644)
+	file := filepath.Join(cache, durationsFile)
+	tmp := ownName(file, "tmp") // a run reading them meanwhile sees the old file or the new, whole
+	if os.WriteFile(tmp, b, 0o644) != nil || os.Rename(tmp, file) != nil {
+		_ = os.Remove(tmp)
+	}
 }
 
 // niceness of the niced packages: 5, not 10, so that they still get ≈ a quarter of a core beside each

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -86,7 +88,7 @@ func TestKeptBinariesLeaveOutDebugInfoAndStillNameTheFailingLine(t *testing.T) {
 	cache := t.TempDir()
 	var buf bytes.Buffer
 	ready := newQueue(nil)
-	if !link(cache, pkgs, &lineWriter{w: &buf}, ready) {
+	if !link(cache, "", pkgs, &lineWriter{w: &buf}, ready) {
 		t.Fatalf("link failed:\n%s", buf.String())
 	}
 	p, _ := ready.pop()
@@ -368,5 +370,125 @@ func TestLinkOnlyPrintsEachPackagesKeptBinary(t *testing.T) {
 		} else if !info.ModTime().Before(time.Now().Add(-time.Minute)) {
 			t.Errorf("the second run linked %s again", bin)
 		}
+	}
+}
+
+// linkHelper, set in the environment of this test binary run again, makes it one run linking into the
+// cache it names (TestMain): runs sharing a cache are separate processes, each with its own pid in the
+// names of what it makes.
+const linkHelper = "TESTBIN_TEST_LINK_INTO"
+
+func TestMain(m *testing.M) {
+	if cache := os.Getenv(linkHelper); cache != "" {
+		pkgs, err := testPackages([]string{"./testdata/failsatline"})
+		if err != nil || len(pkgs) != 1 {
+			fmt.Fprintf(os.Stderr, "testPackages: %v, %v\n", pkgs, err)
+			os.Exit(1)
+		}
+		held, err := runDir(cache)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		ready := newQueue(nil)
+		if !link(cache, held, pkgs, &lineWriter{w: os.Stderr}, ready) {
+			os.Exit(1)
+		}
+		p, _ := ready.pop()
+		fmt.Println(p.binary)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Two runs sharing a cache (two make test at once, or two checkouts with one CLEANUP_E2E_CACHE) link the
+// same package at once, and each ends with a binary it can run; a binary another run then removes from
+// the cache (it keeps only a package's newest) still runs from this run's hard link.
+func TestRunsSharingACacheNeitherCollideNorLoseABinary(t *testing.T) {
+	cache := t.TempDir()
+	var (
+		wg   sync.WaitGroup
+		bins [2]string
+		errs [2]error
+		outs [2][]byte
+	)
+	for i := range 2 {
+		wg.Go(func() {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), linkHelper+"="+cache)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			var out []byte
+			out, errs[i] = cmd.Output()
+			bins[i], outs[i] = strings.TrimSpace(string(out)), stderr.Bytes()
+		})
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatalf("run %d's link failed beside the other's: %v\n%s", i+1, errs[i], outs[i])
+		}
+		if filepath.Dir(filepath.Dir(bins[i])) != cache || !strings.HasPrefix(filepath.Base(filepath.Dir(bins[i])), "run.") {
+			t.Fatalf("run %d runs %q; want its own hard link in %s/run.PID", i+1, bins[i], cache)
+		}
+	}
+	kept, _ := filepath.Glob(filepath.Join(cache, "*.test"))
+	if len(kept) != 1 {
+		t.Fatalf("the cache should keep the package's one binary, has %v", kept)
+	}
+	if err := os.Remove(kept[0]); err != nil { // what a run on another commit does to an older binary
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bins[0], "-test.run=^$") // runs nothing: only that it still starts
+	cmd.Dir = "testdata/failsatline"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the held binary %s should still run once the cache's is removed: %v\n%s", bins[0], err, out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cache, "*.tmp")); len(left) > 0 {
+		t.Errorf("half-linked binaries left in the cache: %v", left)
+	}
+}
+
+// What a run killed before its cleanup left is removed once its pid is gone, and only that: not a live
+// run's, not a file that only looks like one outside the prefix swept.
+func TestSweepRemovesOnlyWhatDeadRunsLeft(t *testing.T) {
+	exited := exec.Command("true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead, live := exited.Process.Pid, os.Getpid()
+	dir := t.TempDir()
+	names := map[string]bool{ // name: whether sweep(dir, ".testbin-") must remove it
+		fmt.Sprintf("run.%d", dead):             false, // outside the prefix
+		fmt.Sprintf(".testbin-k.%d.test", dead): true,
+		fmt.Sprintf(".testbin-k.%d.test", live): false,
+		fmt.Sprintf("data.%d.tmp", dead):        false, // a user's file in a package directory
+		fmt.Sprintf(".testbin-k-%d.test", dead): false, // not a run's name
+	}
+	for n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweep(dir, ".testbin-")
+	for n, removed := range names {
+		_, err := os.Stat(filepath.Join(dir, n))
+		if gone := os.IsNotExist(err); gone != removed {
+			t.Errorf("%s: removed %t, want %t (dead pid %d, live pid %d)", n, gone, removed, dead, live)
+		}
+	}
+	cache := t.TempDir()
+	for _, n := range []string{fmt.Sprintf("run.%d", dead), fmt.Sprintf("x.test.%d.tmp", dead), fmt.Sprintf("run.%d", live)} {
+		if err := os.Mkdir(filepath.Join(cache, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own, err := runDir(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(cache)
+	if len(left) != 1 || filepath.Join(cache, left[0].Name()) != own {
+		t.Errorf("runDir should leave only this run's directory %s after a sweep of the dead runs', got %v", own, left)
 	}
 }
