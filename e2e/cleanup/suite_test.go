@@ -7,9 +7,7 @@ package cleanup
 import (
 	"context"
 	"testing"
-	"time"
 
-	. "github.com/onsi/ginkgo/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,4 +37,4 @@ var _ = suite.SynchronizedProvider(testenv.Input{
 	Registry: localruntime.NewRegistry(fixtures.Images()), // the fixture operators, run in-process on envtest
 	Stack:    stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},
 	Schemes:  []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme},
-}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { cl, k8s = env, env.Client }}, NodeTimeout(5*time.Minute))
+}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { cl, k8s = env, env.Client }})

@@ -12,9 +12,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
-	. "github.com/onsi/ginkgo/v2"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +48,7 @@ var _ = suite.SynchronizedProvider(testenv.Input{
 	Registry: localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{components.PayloadApplierImage: applier.Main}),
 	Stack:    stack.Components{ClusterOperatorCRD: true, CRDs: widgetCRDs(), Footprint: footprint.Footprint()},
 	Schemes:  []func(*runtime.Scheme) error{configv1.AddToScheme, fixturesv1alpha1.AddToScheme},
-}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { cl, k8s = env, env.Client }}, NodeTimeout(5*time.Minute))
+}, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { cl, k8s = env, env.Client }})
 
 // widgetCRDs are widget-operator's CRDs, shared by every spec (the payloads ship the operator).
 func widgetCRDs() []*apiextensionsv1.CustomResourceDefinition {

@@ -9,9 +9,7 @@ import (
 	"context"
 	"os"
 	"testing"
-	"time"
 
-	. "github.com/onsi/ginkgo/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,5 +42,4 @@ var _ = runsPods && suite.SynchronizedProvider(testenv.Input{
 	Schemes: []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme},
 }, suite.Setup{Process: func(_ context.Context, env cluster.Environment) {
 	provider, k8s, apis = env.Provider, env.Client, env.APIs
-}},
-	NodeTimeout(10*time.Minute))
+}})

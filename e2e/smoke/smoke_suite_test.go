@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,5 +57,4 @@ var smokeInput = testenv.Input{
 	Stack:    stack.Components{OLM: true},
 }
 
-var _ = suite.SynchronizedProvider(smokeInput, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { provider, k8s = env.Provider, env.Client }},
-	NodeTimeout(5*60e9))
+var _ = suite.SynchronizedProvider(smokeInput, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { provider, k8s = env.Provider, env.Client }})

@@ -22,6 +22,17 @@ type Name string
 const (
 	// ClusterReady: a kind cluster's node Ready and its system pods running.
 	ClusterReady Name = "cluster-ready"
+	// ControlPlaneReady: an envtest control plane's etcd and kube-apiserver answering their health
+	// checks and the default namespace there. Each is started once (toolchain.StartEnvtest): a start
+	// killed for being slow would begin again from nothing.
+	ControlPlaneReady Name = "control-plane-ready"
+	// SuiteSetup: a suite's before-suite node (framework/suite): its provider started, its stack
+	// installed, its own setup run. A backstop, above the sum of its steps' own timeouts, so that a
+	// step's failure, which names its wait, comes before the node's bare timeout.
+	SuiteSetup Name = "suite-setup"
+	// GarbageCollecting: the envtest provider's kube-controller-manager deleting a probe's dependent
+	// once its owner is gone (its check that the controllers work).
+	GarbageCollecting Name = "garbage-collecting"
 	// OLMReady: olm-operator reconciling (its probe OperatorGroup gets a status).
 	OLMReady Name = "olm-ready"
 	// OLMInstall: OLM's upstream manifests applied and its Deployments available on kind.
@@ -55,6 +66,9 @@ const (
 
 var defaults = map[Name]time.Duration{
 	ClusterReady:        3 * time.Minute,
+	ControlPlaneReady:   3 * time.Minute,
+	GarbageCollecting:   90 * time.Second,
+	SuiteSetup:          10 * time.Minute,
 	OLMReady:            2 * time.Minute,
 	OLMInstall:          5 * time.Minute,
 	DeploymentAvailable: 2 * time.Minute,

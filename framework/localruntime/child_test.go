@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 )
 
@@ -25,7 +26,7 @@ const childImage = "test.local/childoperator:v1"
 // they share one control plane: a start costs ≈ 2 s of CPU, and make test is CPU-bound.
 func TestBinary(t *testing.T) {
 	t.Setenv("CLEANUP_E2E_LEAK_CHECK", "the test process's env") // must not reach the operator
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
 	defer cancel()
 	reg := localruntime.NewRegistry().RegisterBinary(childImage,
 		localruntime.Binary{Package: "./testdata/childoperator", Dir: "."})

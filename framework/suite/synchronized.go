@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
 )
 
@@ -47,8 +48,12 @@ func Environment(in testenv.Input, decorators ...any) func() cluster.Environment
 // N (Serial specs run in process 1, which can stop OLM). At the end the owner tears the stack
 // down (skipped when the provider deletes the cluster anyway) and stops the provider, after every
 // process is done. in.Name gets the process number; in.Log defaults to GinkgoWriter. decorators
-// (e.g. NodeTimeout) apply to the before-suite node. Use at the top level: var _ = ...
+// apply to the before-suite node; its NodeTimeout is intervals.SuiteSetup unless they set one. Use at
+// the top level: var _ = ...
 func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool {
+	if !slices.ContainsFunc(decorators, func(d any) bool { _, ok := d.(ginkgo.NodeTimeout); return ok }) {
+		decorators = append(decorators, ginkgo.NodeTimeout(intervals.Get(intervals.SuiteSetup)))
+	}
 	var primary, own *testenv.Env // primary: process 1's shared cluster; own: this process's
 	if in.Log.GetSink() == nil {
 		in.Log = Logger()

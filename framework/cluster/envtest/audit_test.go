@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
@@ -28,7 +29,7 @@ import (
 func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(envvar.AuditDir.Name, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
 	defer cancel()
 	if envvar.EnvtestSeed.Get() != "0" {
 		waitForSeed(ctx, t, nil)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
@@ -61,7 +62,7 @@ func garbageCollecting(ctx context.Context, c client.Client, kcm *process.Proces
 	if err := c.Delete(ctx, owner); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, intervals.Get(intervals.GarbageCollecting))
 	defer cancel()
 	err := kcm.WaitFor(wctx, "the garbage collector to delete a probe ConfigMap", 200*time.Millisecond, func(ctx context.Context) bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(dep), &corev1.ConfigMap{}))

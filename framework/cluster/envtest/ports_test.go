@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // TestTakenPortIsRetried: when the port chosen for kube-apiserver is taken by the time it binds (a race
@@ -27,7 +29,7 @@ func TestTakenPortIsRetried(t *testing.T) {
 		}
 		return 0
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
 	defer cancel()
 	p, err := New(ctx, WithName("ports"), WithoutOLM(), WithWorkRoot(t.TempDir()), func(o *options) { o.ports = pick })
 	if err != nil {

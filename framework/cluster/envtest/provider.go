@@ -26,6 +26,8 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -71,9 +73,10 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	defer func() {
 		if err != nil {
 			_ = p.Stop(context.Background())
+			err = callersDeadline(ctx, err, start)
 		}
 	}()
-	if err := p.startControlPlane(); err != nil {
+	if err := p.startControlPlane(ctx); err != nil {
 		return nil, err
 	}
 	c, err := p.client()
@@ -101,6 +104,20 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	return p, nil
 }
 
+// callersDeadline names the caller's context when its end is what failed the start: a step's own
+// timeouts say which wait ran out, a bare "context deadline exceeded" does not say whose.
+func callersDeadline(ctx context.Context, err error, start time.Time) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	whose := "ended"
+	if deadline, ok := ctx.Deadline(); ok {
+		whose = fmt.Sprintf("reached its deadline, %s after the start began", deadline.Sub(start).Round(time.Second))
+	}
+	return fmt.Errorf("%w — the context passed to New %s: give the caller longer (a start's own waits are in package intervals, scaled by %s) or find the slow step in the log above",
+		err, whose, envvar.WaitScale.Name)
+}
+
 func (p *Provider) step(what string, fn func() error) error {
 	start := time.Now()
 	p.opts.log.Info("starting " + what)
@@ -112,8 +129,10 @@ func (p *Provider) step(what string, fn func() error) error {
 }
 
 // startControlPlane starts etcd and kube-apiserver, retrying on another set of ports when one was
-// taken between envtest choosing it and the server binding it.
-func (p *Provider) startControlPlane() error {
+// taken between envtest choosing it and the server binding it (the process exits at once), and without
+// the seed on the last attempt. A start that used its whole timeout is not tried again: on a starved
+// machine a new start begins from nothing and loads everyone else (toolchain.StartEnvtest).
+func (p *Provider) startControlPlane(ctx context.Context) error {
 	assets, err := toolchain.EnvtestAssets()
 	if err != nil {
 		return err
@@ -131,14 +150,19 @@ func (p *Provider) startControlPlane() error {
 		seeded = olmCRDs
 	}
 	var lastErr error
+	timeout := intervals.Get(intervals.ControlPlaneReady)
 	for attempt := 1; attempt <= 3; attempt++ {
+		begun := time.Now()
 		err := p.step(fmt.Sprintf("etcd + kube-apiserver %s (attempt %d)", toolchain.KubeVersion, attempt), func() error {
 			return p.tryControlPlane(assets, crds, seeded, attempt)
 		})
 		if err == nil {
 			return nil
 		}
-		lastErr = err
+		lastErr = fmt.Errorf("%w (logs: %s)", err, filepath.Join(p.workDir, "logs"))
+		if time.Since(begun) >= timeout || ctx.Err() != nil {
+			break
+		}
 		p.opts.log.Info("control plane did not start; retrying on new ports", "error", err.Error())
 	}
 	return lastErr
@@ -166,12 +190,10 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 		return err
 	}
 	env := &crenvtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDs:                     crds,
-		CRDDirectoryPaths:        p.opts.crdPaths,
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
+		BinaryAssetsDirectory: assets,
+		CRDs:                  crds,
+		CRDDirectoryPaths:     p.opts.crdPaths,
+		ErrorIfCRDPathMissing: true,
 	}
 	env.ControlPlane.Etcd = &crenvtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.APIServer = &crenvtest.APIServer{CertDir: filepath.Join(dir, "apiserver"), Out: apiLog, Err: apiLog}

@@ -137,10 +137,8 @@ func ensureSeed(dir, workDir, assets string, crds []*apiextensionsv1.CustomResou
 func makeSeed(dir string, assets string, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	var etcdOut, apiOut bytes.Buffer // one each: the two processes' output is copied concurrently
 	env := &crenvtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDs:                     crds,
-		ControlPlaneStartTimeout: time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
+		BinaryAssetsDirectory: assets,
+		CRDs:                  crds,
 	}
 	env.ControlPlane.Etcd = &crenvtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: &etcdOut, Err: &etcdOut}
 	env.ControlPlane.APIServer = &crenvtest.APIServer{CertDir: filepath.Join(dir, "apiserver"), Out: &apiOut, Err: &apiOut}

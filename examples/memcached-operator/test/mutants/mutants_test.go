@@ -15,6 +15,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/mutate"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
@@ -27,7 +28,7 @@ import (
 const controller = "internal/controller/memcached_controller.go"
 
 func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(10*time.Minute))
 	defer cancel()
 	ctrllog.SetLogger(testr.New(t)) // the framework's clients log through controller-runtime
 	registry := localruntime.NewRegistry()

@@ -8,9 +8,6 @@ package uninstall
 import (
 	"context"
 	"testing"
-	"time"
-
-	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
@@ -26,6 +23,6 @@ func TestUninstall(t *testing.T) {
 
 // On envtest each Ginkgo process gets a cluster of its own; on a shared one (kind, existing) process 1
 // ensures the stack and the others use it.
-var clusterUnderTest = suite.Environment(operator.Cluster("widget-uninstall"), NodeTimeout(5*time.Minute))
+var clusterUnderTest = suite.Environment(operator.Cluster("widget-uninstall"))
 
 var _ = specs.OperandCleanupSpec(context.Background(), operator.Uninstall(clusterUnderTest))
