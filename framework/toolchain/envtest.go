@@ -2,6 +2,7 @@ package toolchain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -32,8 +34,13 @@ import (
 // When Start fails it stops what it started: envtest leaves etcd and kube-apiserver running when a
 // later step (installing the CRDs) fails, and an orphaned pair was once found 20 minutes after its
 // run. The config it returns authenticates as AdminUser with a bearer token (token.go), not with
-// envtest's client certificate. Stop stops it as usual (e.Stop).
-func StartEnvtest(e *crenvtest.Environment) (*rest.Config, error) {
+// envtest's client certificate. Stop stops it as usual (e.Stop). It starts once it holds one of the
+// machine's start slots (slots.go), which its timeouts do not count.
+func StartEnvtest(e *crenvtest.Environment, opts ...StartOption) (*rest.Config, error) {
+	o := startOptions{log: logr.Discard()}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if e.UseExistingCluster != nil && *e.UseExistingCluster {
 		return nil, fmt.Errorf("StartEnvtest starts a control plane of its own; for an existing cluster, use its kubeconfig (UseExistingCluster is set)")
 	}
@@ -55,6 +62,17 @@ func StartEnvtest(e *crenvtest.Environment) (*rest.Config, error) {
 	if e.CRDInstallOptions.MaxTime == 0 {
 		e.CRDInstallOptions.MaxTime = intervals.Get(intervals.CRDUsable)
 	}
+	asked := time.Now()
+	release, err := startSlot(func(slots int) {
+		o.log.Info("waiting for a start slot: control planes start at most one per CPU on this machine at once", "slots", slots)
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if waited := time.Since(asked); waited > time.Second {
+		o.log.Info("got a start slot", "waited", waited.Round(100*time.Millisecond).String())
+	}
 	token, remove, err := adminToken(e)
 	if err != nil {
 		return nil, fmt.Errorf("writing the API server's token file: %w", err)
@@ -69,6 +87,14 @@ func StartEnvtest(e *crenvtest.Environment) (*rest.Config, error) {
 	}
 	return withToken(cfg, token), nil
 }
+
+// StartOption configures StartEnvtest.
+type StartOption func(*startOptions)
+
+type startOptions struct{ log logr.Logger }
+
+// WithStartLog is where StartEnvtest says that it waits for a start slot (slots.go), and how long.
+func WithStartLog(log logr.Logger) StartOption { return func(o *startOptions) { o.log = log } }
 
 // start starts e's etcd and kube-apiserver once, waits for the default namespace, then lets envtest's
 // Start install the CRDs and webhooks on it as on an existing cluster. Afterwards e is an environment
@@ -89,7 +115,7 @@ func start(e *crenvtest.Environment, knob string) (*rest.Config, error) {
 	cp.Etcd.StopTimeout, api.StopTimeout = e.ControlPlaneStopTimeout, e.ControlPlaneStopTimeout
 	begun := time.Now()
 	if err := cp.Start(); err != nil {
-		return nil, fmt.Errorf("starting etcd and kube-apiserver (once, not restarted): %w%s", err, outOfTime(begun, e.ControlPlaneStartTimeout, knob))
+		return nil, explain("starting etcd and kube-apiserver (once, not restarted)", err, begun, e.ControlPlaneStartTimeout, knob)
 	}
 	// envtest's own admin user, as its Start makes it: its config names the server and its CA.
 	admin, err := cp.AddUser(crenvtest.User{Name: "admin", Groups: []string{"system:masters"}}, &rest.Config{QPS: 1000, Burst: 2000})
@@ -100,7 +126,7 @@ func start(e *crenvtest.Environment, knob string) (*rest.Config, error) {
 	// envtest's Start gives the default namespace 5 s to appear, which a starved API server without a
 	// seed overruns; waited here with the start's timeout, its check then passes at once.
 	if err := defaultNamespace(e.Config, e.ControlPlaneStartTimeout); err != nil {
-		return nil, fmt.Errorf("kube-apiserver answers but did not create the default namespace: %w%s", err, outOfTime(begun, e.ControlPlaneStartTimeout, knob))
+		return nil, explain("kube-apiserver answers but did not create the default namespace", err, begun, e.ControlPlaneStartTimeout, knob)
 	}
 	e.UseExistingCluster = ptr.To(true)
 	defer func() { e.UseExistingCluster = ptr.To(false) }()
@@ -117,13 +143,23 @@ func defaultNamespace(cfg *rest.Config, timeout time.Duration) error {
 	})
 }
 
-// outOfTime explains a start that failed after using all of its timeout, which knob set: on a machine
-// whose every core has several processes waiting to run, it was starved rather than hung, and the fix
-// is less load or a longer timeout. "" when it failed sooner (a process that exited: its log says why).
-func outOfTime(begun time.Time, timeout time.Duration, knob string) string {
+// ErrOutOfTime marks a start that failed after using all of its timeout (errors.Is): trying again
+// would begin from nothing, unlike after a process that exited at once (a port taken).
+var ErrOutOfTime = errors.New("the start ran out of time")
+
+// explain is what failed, err, and, for a start that used all of its timeout, why (outOfTime) and
+// ErrOutOfTime.
+func explain(what string, err error, begun time.Time, timeout time.Duration, knob string) error {
 	if time.Since(begun) < timeout {
-		return ""
+		return fmt.Errorf("%s: %w", what, err)
 	}
+	return fmt.Errorf("%s: %w%s (%w)", what, err, outOfTime(timeout, knob), ErrOutOfTime)
+}
+
+// outOfTime explains a start that used all of its timeout, which knob set: on a machine whose every
+// core has several processes waiting to run, it was starved rather than hung, and the fix is less load
+// or a longer timeout.
+func outOfTime(timeout time.Duration, knob string) string {
 	load, err := loadAverage()
 	if err != nil {
 		return fmt.Sprintf(" — it had %s (%s)", timeout, knob)

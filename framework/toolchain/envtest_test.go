@@ -1,13 +1,17 @@
 package toolchain
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,10 +22,25 @@ import (
 // its health check (TestMain): enough for envtest to go on to kube-apiserver.
 const fakeEtcd = "TOOLCHAIN_TEST_FAKE_ETCD"
 
+// slotHolder, set in the environment of this test binary run again, makes it a process that takes every
+// start slot of the directory it names, says so and sleeps until it is killed (TestMain).
+const slotHolder = "TOOLCHAIN_TEST_HOLD_SLOTS_IN"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeEtcd) != "" {
 		serveEtcdHealth(os.Args[1:])
 		return
+	}
+	if dir := os.Getenv(slotHolder); dir != "" {
+		slotsDir = func() string { return dir }
+		for range runtime.NumCPU() {
+			if _, err := startSlot(nil); err != nil {
+				fmt.Println(err)
+				os.Exit(1)
+			}
+		}
+		fmt.Println("holding")
+		time.Sleep(time.Hour)
 	}
 	os.Exit(m.Run())
 }
@@ -47,6 +66,7 @@ func serveEtcdHealth(args []string) {
 // own Start would kill and restart it five times, each from nothing. The error says how long it had and
 // how to give it longer.
 func TestAStartOutOfTimeIsNotRestartedAndSaysWhy(t *testing.T) {
+	ownSlots(t) // its hung start must not hold one of the machine's
 	dir := t.TempDir()
 	starts, bin := filepath.Join(dir, "starts"), filepath.Join(dir, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
@@ -84,6 +104,9 @@ func TestAStartOutOfTimeIsNotRestartedAndSaysWhy(t *testing.T) {
 	if n := strings.Count(string(b), "started"); n != 1 {
 		t.Errorf("kube-apiserver was started %d times in %s; want once (error: %v)", n, took.Round(time.Second), err)
 	}
+	if !errors.Is(err, ErrOutOfTime) {
+		t.Errorf("the error should be ErrOutOfTime, so that the provider does not start again: %v", err)
+	}
 	for _, want := range []string{"once, not restarted", "it had 1.8s", "control-plane-ready × CLEANUP_E2E_WAIT_SCALE=0.01"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error should say %q: %v", want, err)
@@ -92,4 +115,81 @@ func TestAStartOutOfTimeIsNotRestartedAndSaysWhy(t *testing.T) {
 	if out, _ := exec.Command("pgrep", "-f", dir).Output(); len(out) > 0 {
 		t.Errorf("processes of the failed start still run: pids %s", strings.Fields(string(out)))
 	}
+}
+
+// At most one start per CPU holds a slot at a time, every start gets one in the end, and a slot held by
+// a process that was killed is free again (the kernel drops its lock).
+func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
+	dir := ownSlots(t)
+	cpus := runtime.NumCPU()
+	var (
+		wg            sync.WaitGroup
+		holding, most atomic.Int32
+		waited        atomic.Int32
+	)
+	for range 3 * cpus {
+		wg.Go(func() {
+			release, err := startSlot(func(int) { waited.Add(1) })
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := holding.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(50 * time.Millisecond) // a start's burst
+			holding.Add(-1)
+			release()
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m > int32(cpus) {
+		t.Errorf("%d starts held a slot at once; want at most %d (one per CPU)", m, cpus)
+	}
+	if waited.Load() == 0 {
+		t.Errorf("none of %d starts waited for one of %d slots", 3*cpus, cpus)
+	}
+
+	holder := exec.Command(os.Args[0])
+	holder.Env = append(os.Environ(), slotHolder+"="+dir)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 64)
+	n, _ := out.Read(line)
+	if !strings.HasPrefix(string(line[:n]), "holding") {
+		t.Fatalf("the holder did not take the slots: %q", line[:n])
+	}
+	took := make(chan error, 1)
+	go func() {
+		release, err := startSlot(nil)
+		if err == nil {
+			release()
+		}
+		took <- err
+	}()
+	select {
+	case err := <-took:
+		t.Fatalf("a start got a slot while another process held all %d: %v", cpus, err)
+	case <-time.After(300 * time.Millisecond): // a window in which it must still wait
+	}
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	if err := <-took; err != nil {
+		t.Fatalf("once the holder was killed: %v", err)
+	}
+}
+
+// ownSlots gives the test start slots of its own, apart from the machine's (which make test's other
+// packages use meanwhile), and returns their directory.
+func ownSlots(t *testing.T) string {
+	dir := t.TempDir()
+	saved := slotsDir
+	slotsDir = func() string { return dir }
+	t.Cleanup(func() { slotsDir = saved })
+	return dir
 }

@@ -27,7 +27,6 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -150,9 +149,7 @@ func (p *Provider) startControlPlane(ctx context.Context) error {
 		seeded = olmCRDs
 	}
 	var lastErr error
-	timeout := intervals.Get(intervals.ControlPlaneReady)
 	for attempt := 1; attempt <= 3; attempt++ {
-		begun := time.Now()
 		err := p.step(fmt.Sprintf("etcd + kube-apiserver %s (attempt %d)", toolchain.KubeVersion, attempt), func() error {
 			return p.tryControlPlane(assets, crds, seeded, attempt)
 		})
@@ -160,7 +157,7 @@ func (p *Provider) startControlPlane(ctx context.Context) error {
 			return nil
 		}
 		lastErr = fmt.Errorf("%w (logs: %s)", err, filepath.Join(p.workDir, "logs"))
-		if time.Since(begun) >= timeout || ctx.Err() != nil {
+		if errors.Is(err, toolchain.ErrOutOfTime) || ctx.Err() != nil {
 			break
 		}
 		p.opts.log.Info("control plane did not start; retrying on new ports", "error", err.Error())
@@ -206,7 +203,7 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 			env.ControlPlane.APIServer.SecureServing.Port = strconv.Itoa(port)
 		}
 	}
-	cfg, err := toolchain.StartEnvtest(env)
+	cfg, err := toolchain.StartEnvtest(env, toolchain.WithStartLog(p.opts.log))
 	if err != nil {
 		_ = process.KillReferencing(dir)
 		return err

@@ -1,0 +1,71 @@
+package toolchain
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// Start slots: at most one envtest control plane starts per CPU of the machine at a time, across every
+// process that starts one (the test binaries of make test, the example consumers, two make test side by
+// side). A start is a burst of CPU (etcd and kube-apiserver ≈ 2–3 s of it with OLM's CRDs); sixteen at
+// once on 2 cores each took minutes and ran out of their timeout, while one after the other each takes
+// seconds — the same work in less time, and a wait for a slot uses no CPU. The timeout of a start
+// counts from when it has its slot.
+
+// slotsDir holds one lock file per slot, for every user of the machine's temp dir (a variable for the
+// tests, which use slots of their own).
+var slotsDir = func() string { return filepath.Join(os.TempDir(), "cleanup-e2e", "start-slots") }
+
+// slotPoll is how often a start waiting for a slot tries them again.
+const slotPoll = 50 * time.Millisecond
+
+// startSlot takes one of the machine's runtime.NumCPU() slots, waiting while every one is held, and
+// returns its release. A slot is an flock on its file: the kernel releases it when the holder exits, so
+// a killed run never keeps one. waiting is called once if the start has to wait.
+func startSlot(waiting func(slots int)) (release func(), err error) {
+	dir := slotsDir()
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, fmt.Errorf("start slots: %w", err)
+	}
+	n := runtime.NumCPU()
+	files := make([]*os.File, n)
+	for i := range n {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("slot-%d", i)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			for _, o := range files[:i] {
+				o.Close()
+			}
+			return nil, fmt.Errorf("start slots: %w", err)
+		}
+		files[i] = f
+	}
+	told := false
+	for {
+		for i, f := range files {
+			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if err == nil {
+				for j, o := range files {
+					if j != i {
+						o.Close()
+					}
+				}
+				return func() { f.Close() }, nil // closing the file releases its lock
+			}
+			if err != syscall.EWOULDBLOCK {
+				for _, o := range files {
+					o.Close()
+				}
+				return nil, fmt.Errorf("start slots: lock %s: %w", f.Name(), err)
+			}
+		}
+		if !told && waiting != nil {
+			waiting(n)
+			told = true
+		}
+		time.Sleep(slotPoll)
+	}
+}
