@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -12,7 +13,8 @@ const PollInterval = 250 * time.Millisecond
 // Poll calls check every PollInterval until it returns true, timeout passes or ctx ends. The error
 // carries check's last word, so a timeout says what was still wrong. A check that ran while the
 // deadline passed usually failed only because its own API call was cut short ("context deadline
-// exceeded"); its word would hide the real cause, so the word from the check before it is kept.
+// exceeded", or client-go's rate limiter refusing a wait that would end after it); its word would hide
+// the real cause, so the word from the check before it is kept.
 func Poll(ctx context.Context, timeout time.Duration, check func() (done bool, why string), opts ...PollOption) error {
 	var o pollOptions
 	for _, opt := range opts {
@@ -27,7 +29,7 @@ func Poll(ctx context.Context, timeout time.Duration, check func() (done bool, w
 		if ok {
 			return nil
 		}
-		if waitCtx.Err() == nil || last == "" {
+		if last == "" || waitCtx.Err() == nil && !strings.Contains(why, rateLimiterSawTheDeadline) {
 			last = why
 		}
 		select {
@@ -39,6 +41,18 @@ func Poll(ctx context.Context, timeout time.Duration, check func() (done bool, w
 		case <-time.After(PollInterval):
 		}
 	}
+}
+
+// rateLimiterSawTheDeadline is how client-go's rate limiter (golang.org/x/time/rate, Limiter.Wait) fails
+// a request whose turn would come after the context's deadline: before the deadline, so Poll cannot tell
+// it from the context, but a word about the deadline all the same, not about what the check looks at.
+const rateLimiterSawTheDeadline = "would exceed context deadline"
+
+// CutByDeadline says whether err, returned by a request on ctx, is ctx's deadline (or its end) rather than
+// the API server's answer: the context ended, or client-go's rate limiter refused a wait that would end
+// after the deadline.
+func CutByDeadline(ctx context.Context, err error) bool {
+	return err != nil && (ctx.Err() != nil || strings.Contains(err.Error(), rateLimiterSawTheDeadline))
 }
 
 // PollOption configures Poll.

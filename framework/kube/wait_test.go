@@ -31,6 +31,24 @@ func TestPollKeepsTheCauseSeenBeforeTheDeadline(t *testing.T) {
 	}
 }
 
+// client-go's rate limiter fails a request whose turn would come after the deadline before the deadline
+// passes (a make test on 2026-11-27: "create namespace reused: client rate limiter Wait returned an
+// error: rate: Wait(n=1) would exceed context deadline" instead of the namespace still terminating).
+func TestPollKeepsTheCauseSeenBeforeTheRateLimiterSawTheDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	n := 0
+	err := Poll(ctx, time.Minute, func() (bool, string) {
+		if n++; n <= 2 {
+			return false, "namespace reused is still terminating"
+		}
+		return false, "read namespace reused: client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline"
+	})
+	if err == nil || !strings.Contains(err.Error(), "still terminating") {
+		t.Fatalf("want the cause seen before the rate limiter's refusal, got %v", err)
+	}
+}
+
 // Explain's reads happen once, after the wait failed, on a context that has not ended, and its word
 // follows the check's.
 func TestPollExplainsOnceWhenTheWaitFails(t *testing.T) {

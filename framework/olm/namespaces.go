@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
 
 // EnsureNamespaces creates the namespaces that do not exist yet. One that is still terminating (a
@@ -29,7 +30,7 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	var createErr error
 	err := poll(ctx, intervals.Get(intervals.Gone), func() (bool, string) {
 		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		if err != nil && ctx.Err() != nil {
+		if kube.CutByDeadline(ctx, err) {
 			// The caller's context (its deadline) ended the request, not the API server: the error to
 			// report is the state seen before (still terminating, and what holds it), which Poll keeps.
 			return false, fmt.Sprintf("create namespace %s: %v", name, err)

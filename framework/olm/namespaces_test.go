@@ -2,6 +2,7 @@ package olm_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -41,27 +42,45 @@ func testEnsureNamespacesWaitsOutATerminatingNamespace(ctx context.Context, t *t
 }
 
 // The caller's deadline can end the wait in the middle of a request (a loaded API server answers
-// slowly): the error still says what was seen before — the namespace terminating and its finalizer —
-// not the cancelled request's "context deadline exceeded" (a make test on 2026-11-26 failed so).
+// slowly), or client-go's rate limiter refuse a request whose turn would come after it: the error still
+// says what was seen before — the namespace terminating and its finalizer — not the cut request's
+// "context deadline exceeded" or "would exceed context deadline" (make test failed so on 2026-11-26 and,
+// for the rate limiter, on 2026-11-27).
 func TestEnsureNamespacesSaysWhatHoldsTheNamespaceWhenTheDeadlineCutsARequest(t *testing.T) {
-	now := metav1.Now()
-	held := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "reused", DeletionTimestamp: &now,
-		Finalizers: []string{"cleanup-e2e.io/test-hold"}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	creates := 0
-	c := interceptor.NewClient(fake.NewClientBuilder().WithObjects(held).Build(), interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if creates++; creates == 2 { // the second try: the deadline comes while the request is out
-				cancel()
-				return ctx.Err()
+	for _, cut := range []struct {
+		name string
+		err  func(ctx context.Context, cancel context.CancelFunc) error
+	}{
+		{"the context ends", func(ctx context.Context, cancel context.CancelFunc) error { cancel(); return ctx.Err() }},
+		{"the rate limiter sees the deadline", func(context.Context, context.CancelFunc) error {
+			return errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+		}},
+	} {
+		t.Run(cut.name, func(t *testing.T) {
+			now := metav1.Now()
+			held := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "reused", DeletionTimestamp: &now,
+				Finalizers: []string{"cleanup-e2e.io/test-hold"}}}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			creates := 0
+			c := interceptor.NewClient(fake.NewClientBuilder().WithObjects(held).Build(), interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					switch creates++; creates {
+					case 1:
+						return c.Create(ctx, obj, opts...)
+					case 2: // the deadline comes while the request is out
+						return cut.err(ctx, cancel)
+					default: // the wait went on after the cut
+						cancel()
+						return ctx.Err()
+					}
+				},
+			})
+			err := olm.EnsureNamespaces(ctx, c, "reused")
+			if err == nil || !strings.Contains(err.Error(), "namespace reused is still terminating") || !strings.Contains(err.Error(), "test-hold") {
+				t.Fatalf("want an error naming the terminating namespace and its finalizer, got %v", err)
 			}
-			return c.Create(ctx, obj, opts...)
-		},
-	})
-	err := olm.EnsureNamespaces(ctx, c, "reused")
-	if err == nil || !strings.Contains(err.Error(), "namespace reused is still terminating") || !strings.Contains(err.Error(), "test-hold") {
-		t.Fatalf("want an error naming the terminating namespace and its finalizer, got %v", err)
+		})
 	}
 }
 
