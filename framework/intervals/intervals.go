@@ -27,8 +27,9 @@ const (
 	// killed for being slow would begin again from nothing.
 	ControlPlaneReady Name = "control-plane-ready"
 	// SuiteSetup: a suite's before-suite node (framework/suite): its provider started, its stack
-	// installed, its own setup run. A backstop, above the sum of its steps' own timeouts, so that a
-	// step's failure, which names its wait, comes before the node's bare timeout.
+	// installed, its own setup run; and a Go test that starts a provider. A backstop, above the sum of
+	// its steps' own timeouts (and a wait for a start slot, toolchain), so that a step's failure, which
+	// names its wait, comes before the bare deadline.
 	SuiteSetup Name = "suite-setup"
 	// GarbageCollecting: the envtest provider's kube-controller-manager deleting a probe's dependent
 	// once its owner is gone (its check that the controllers work).

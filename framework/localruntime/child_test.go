@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,8 +24,8 @@ const childImage = "test.local/childoperator:v1"
 // The child-process tests run the same binary in their own namespaces (child-a, child-b; crash), so
 // they share one control plane: a start costs ≈ 2 s of CPU, and make test is CPU-bound.
 func TestBinary(t *testing.T) {
-	t.Setenv("CLEANUP_E2E_LEAK_CHECK", "the test process's env") // must not reach the operator
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
+	t.Setenv("CLEANUP_E2E_LEAK_CHECK", "the test process's env")                                  // must not reach the operator
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
 	defer cancel()
 	reg := localruntime.NewRegistry().RegisterBinary(childImage,
 		localruntime.Binary{Package: "./testdata/childoperator", Dir: "."})

@@ -77,7 +77,7 @@ func errString(err error) string {
 }
 
 func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(3*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
 	defer cancel()
 	p, g := &probe{}, &gated{ready: make(chan struct{})}
 	reg := localruntime.NewRegistry(map[string]localruntime.Entrypoint{"test.local/probe:v1": p.main, "test.local/probe:v2": p.main,

@@ -24,7 +24,7 @@ const crashCause = "open /tmp/k8s-webhook-server/serving-certs/tls.crt: no such 
 // The tests that need a control plane share one, with OLM and a widget-operator that exits at once:
 // a start costs ≈ 2-3 s of CPU, and make test is CPU-bound. They touch disjoint namespaces.
 func TestOnACluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
 	defer cancel()
 	crash := func(context.Context, *rest.Config, []string, func(string) string) error {
 		return errors.New(crashCause)

@@ -48,7 +48,7 @@ func TestOLMAbsentIsAClearError(t *testing.T) {
 // asked to, the ClusterOperator CRD); a second stack (another run, or Ginkgo process 2) reuses the
 // controller and creates nothing; Teardown removes exactly what the first one created.
 func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
 	defer cancel()
 	coCRD, err := crdconfig.ClusterOperator()
 	if err != nil {
@@ -164,7 +164,7 @@ func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
 // example.test and other.test; their own namespaces), so they share one: a start costs ≈ 2 s of CPU,
 // and make test is CPU-bound.
 func TestTeardown(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
 	defer cancel()
 	_, c := envtest.ForTest(ctx, t, envtest.WithName("stack-teardown"), envtest.WithoutOLM())
 	t.Run("leaves a recreated object", func(t *testing.T) { testTeardownLeavesARecreatedObject(ctx, t, c) })

@@ -29,7 +29,7 @@ import (
 func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(envvar.AuditDir.Name, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
 	defer cancel()
 	if envvar.EnvtestSeed.Get() != "0" {
 		waitForSeed(ctx, t, nil)

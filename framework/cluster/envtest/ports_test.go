@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
@@ -29,7 +28,7 @@ func TestTakenPortIsRetried(t *testing.T) {
 		}
 		return 0
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(5*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
 	defer cancel()
 	p, err := New(ctx, WithName("ports"), WithoutOLM(), WithWorkRoot(t.TempDir()), func(o *options) { o.ports = pick })
 	if err != nil {
