@@ -44,6 +44,7 @@ func StartEnvtest(e *crenvtest.Environment, opts ...StartOption) (*rest.Config, 
 	if e.UseExistingCluster != nil && *e.UseExistingCluster {
 		return nil, fmt.Errorf("StartEnvtest starts a control plane of its own; for an existing cluster, use its kubeconfig (UseExistingCluster is set)")
 	}
+	e.UseExistingCluster = ptr.To(false) // not $USE_EXISTING_CLUSTER either: e.Stop must stop what this starts
 	if e.BinaryAssetsDirectory == "" {
 		assets, err := EnvtestAssets()
 		if err != nil {
