@@ -32,7 +32,8 @@ run_example() {
   local tests=(-- -count=1 -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...)
   if [ -n "${EXAMPLES_TESTBIN:-}" ]; then
     mkdir -p "$example_artifacts"
-    tests=(--raw-command -- "$EXAMPLES_TESTBIN" -cache "$CACHE_DIR/testbin/examples/$name" -p 2
+    # TEST_GOMAXPROCS: make test's (scripts/test.sh says why); make e2e leaves it unset.
+    tests=(--raw-command -- "$EXAMPLES_TESTBIN" -cache "$CACHE_DIR/testbin/examples/$name" -p 2 -gomaxprocs "${TEST_GOMAXPROCS:-0}"
       -summary "$example_artifacts/testbin.txt" -spans "$example_artifacts/testbin.json" -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...)
   fi
   if (cd "$dir" && ARTIFACTS="$example_artifacts" "${gotestsum[@]}" --junitfile "$junit" "${tests[@]}"); then

@@ -19,6 +19,19 @@ export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envv
 # where a first-touched page costs 12 µs (warm runs interleaved: 400 345-391 s, 100 331-361 s, 200
 # 321 s; docs/performance.md, eighteenth round). 200 is the middle; GOGC from the caller wins.
 export GOGC=${GOGC:-200}
+# On ≤ 2 CPUs the test binaries and every process they start (API servers, etcd, OLM, the operators)
+# run with GOMAXPROCS=1 (scripts/testbin -gomaxprocs; not the go command, whose compiles use both
+# cores). ≈ 15-20 processes are runnable at once on 2 cores, and a Go process with a second P wakes
+# and parks a second thread whenever it has more than one goroutine to run: context switches, which
+# this VM's kernel pays dearly for. Warm runs interleaved on 2026-11-28 (docs/performance.md, twentieth
+# round): Go's default 297-321 s, 559-613 s of CPU; GOMAXPROCS=1 287-305 s, 531-577 s (≈ 5 % and 7 %
+# less; 15,000 context switches a second instead of 17,000). Measured on 2 cores only, hence the
+# bound. TEST_GOMAXPROCS=0 keeps Go's default; the caller's GOMAXPROCS wins.
+if [ -z "${TEST_GOMAXPROCS+set}" ]; then
+  TEST_GOMAXPROCS=0
+  if [ "$(nproc)" -le 2 ]; then TEST_GOMAXPROCS=1; fi
+fi
+export TEST_GOMAXPROCS
 gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
 
 rc=0
@@ -71,7 +84,7 @@ else
   # 31 s to start, and a CRD's finalization outlasted a 2 min wait: framework/stack failed a make test).
   foreground=${TEST_FOREGROUND-}
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
-    -spans "$ARTIFACTS/testbin.json" -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
+    -spans "$ARTIFACTS/testbin.json" -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -gomaxprocs "$TEST_GOMAXPROCS" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 fi
 step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $TEST_PARALLEL)" "${gotestsum[@]}" \
   --junitfile "$ARTIFACTS/junit-unit.xml" "${tests[@]}" || rc=1

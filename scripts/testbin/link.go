@@ -32,6 +32,8 @@ type testPackage struct {
 	binary         string
 	// niced: its tests run under nice (-foreground).
 	niced bool
+	// env of its tests' processes (nil: testbin's own; -gomaxprocs).
+	env []string
 }
 
 // testPackages lists the packages of patterns that have tests, with the key of their test binary: a

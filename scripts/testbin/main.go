@@ -48,10 +48,11 @@ func main() {
 	linkedMarker := flag.String("linked-marker", "", "file created once every test binary is linked (the kept ones run meanwhile)")
 	foreground := flag.String("foreground", "", "only these packages (import path suffixes, comma-separated) keep the normal CPU priority; the others run under nice 5 (empty: all keep it)")
 	spansFile := flag.String("spans", "", "file for every package's span as JSON (start, end and CPU in seconds from the run's start), for trend plots and for finding which package's CPU grew")
+	gomaxprocs := flag.Int("gomaxprocs", 0, "GOMAXPROCS of the test binaries and of every process they start (0: inherited; the caller's GOMAXPROCS wins)")
 	linkOnlyFlag := flag.Bool("link-only", false, "link the missing test binaries and print 'DIR BINARY' per package (its directory, its kept binary), running nothing: for a runner of its own (make e2e's ginkgo runs them as precompiled suites)")
 	flag.Parse()
 	if *cache == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-spans FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] PACKAGES...\n"+
+		fmt.Fprintln(os.Stderr, "usage: testbin -cache DIR [-p N] [-timeout D] [-summary FILE] [-spans FILE] [-linked-marker FILE] [-ginkgo-procs PACKAGE=N,...] [-foreground PACKAGE,...] [-gomaxprocs N] PACKAGES...\n"+
 			"       testbin -cache DIR -link-only PACKAGES...")
 		os.Exit(2)
 	}
@@ -100,6 +101,7 @@ func main() {
 	if err := niceAllBut(pkgs, *foreground); err != nil {
 		fatal(err)
 	}
+	withGOMAXPROCS(pkgs, *gomaxprocs)
 	held, err := runDir(*cache)
 	if err != nil {
 		fatal(err)
@@ -437,10 +439,24 @@ const niceness = 5
 // command runs name with args, under nice when p is niced: nice, not setpriority after the
 // start, so that every process it starts (test binary, control plane) has the niceness from the first.
 func (p testPackage) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
 	if p.niced {
-		return exec.Command("nice", append([]string{"-n", strconv.Itoa(niceness), name}, args...)...)
+		cmd = exec.Command("nice", append([]string{"-n", strconv.Itoa(niceness), name}, args...)...)
 	}
-	return exec.Command(name, args...)
+	cmd.Env = p.env
+	return cmd
+}
+
+// withGOMAXPROCS gives every package's tests, and all they start, GOMAXPROCS=n (n > 0), unless the
+// caller set GOMAXPROCS: make test sets 1 on a machine of ≤ 2 CPUs (scripts/test.sh says why).
+func withGOMAXPROCS(pkgs []testPackage, n int) {
+	if n <= 0 || os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	env := append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(n))
+	for i := range pkgs {
+		pkgs[i].env = env
+	}
 }
 
 // niceAllBut marks every package niced but those foreground names (comma-separated import path

@@ -492,3 +492,36 @@ func TestSweepRemovesOnlyWhatDeadRunsLeft(t *testing.T) {
 		t.Errorf("runDir should leave only this run's directory %s after a sweep of the dead runs', got %v", own, left)
 	}
 }
+
+// -gomaxprocs: the processes a package's tests start see GOMAXPROCS=n, under nice too; the caller's
+// GOMAXPROCS wins, and 0 leaves the environment as it is.
+func TestGOMAXPROCSReachesTheTestsProcessesUnlessTheCallerSetIt(t *testing.T) {
+	seen := func(p testPackage) string {
+		t.Helper()
+		out, err := p.command("sh", "-c", `echo "${GOMAXPROCS-unset}"`).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS") // t.Setenv restores the caller's value afterwards
+	pkgs := []testPackage{{path: "m/a"}, {path: "m/b", niced: true}}
+	withGOMAXPROCS(pkgs, 1)
+	for _, p := range pkgs {
+		if got := seen(p); got != "1" {
+			t.Errorf("%s (niced %t): its processes see GOMAXPROCS=%s, want 1", p.path, p.niced, got)
+		}
+	}
+	unset := []testPackage{{path: "m/a"}}
+	withGOMAXPROCS(unset, 0)
+	if got := seen(unset[0]); got != "unset" {
+		t.Errorf("-gomaxprocs 0: the processes see GOMAXPROCS=%s, want it unset as in testbin's environment", got)
+	}
+	t.Setenv("GOMAXPROCS", "3")
+	callers := []testPackage{{path: "m/a"}}
+	withGOMAXPROCS(callers, 1)
+	if got := seen(callers[0]); got != "3" {
+		t.Errorf("the caller's GOMAXPROCS=3: the processes see %s, want the caller's", got)
+	}
+}
