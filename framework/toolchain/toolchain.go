@@ -77,12 +77,13 @@ func (b Binary) Path() (string, error) {
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("%s %s not found at %s: build it with `%s` (or `make tools`)", b.Name, b.Version, p, b.Script)
 	}
-	if len(b.VersionArgs) > 0 {
+	if len(b.VersionArgs) > 0 && !verified(b, p) {
 		out, err := exec.Command(p, b.VersionArgs...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), b.Version) {
 			return "", fmt.Errorf("%s at %s is not version %s (it says %q): rebuild it with `%s`",
 				b.Name, p, b.Version, strings.TrimSpace(firstLine(string(out))), b.Script)
 		}
+		markVerified(b, p)
 	}
 	return p, nil
 }

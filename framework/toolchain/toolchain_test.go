@@ -98,3 +98,53 @@ func TestDownloadedEnvtestAssets(t *testing.T) {
 		t.Fatalf("an incomplete download must not be used (want the build scripts named), got %v", err)
 	}
 }
+
+// A binary's version is asked once while it is the same file, and again once it is replaced: a
+// rebuilt binary of the wrong version is still refused.
+func TestVersionIsAskedOnceUntilTheBinaryChanges(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("CLEANUP_E2E_CACHE", cache)
+	dir := filepath.Join(cache, "bin", KubeAPIServer.Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	asked := filepath.Join(cache, "asked")
+	bin := filepath.Join(dir, "kube-apiserver")
+	writes := 0
+	write := func(version string) {
+		t.Helper()
+		writes++ // each file of another size: a freed inode may be reused within one tick of the file clock
+		script := "#!/bin/sh\n#" + strings.Repeat(" ", writes) + "\necho x >> " + asked + "\necho Kubernetes " + version + "\n"
+		// A new file, as a build's rename leaves it.
+		if err := os.WriteFile(bin+".new", []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(bin+".new", bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	times := func() int {
+		data, _ := os.ReadFile(asked)
+		return strings.Count(string(data), "x")
+	}
+	write(KubeVersion)
+	for range 3 {
+		if _, err := KubeAPIServer.Path(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := times(); n != 1 {
+		t.Fatalf("three Path calls on one binary asked its version %d times, want 1", n)
+	}
+	write("v1.30.0")
+	if _, err := KubeAPIServer.Path(); err == nil || !strings.Contains(err.Error(), "v1.30.0") {
+		t.Fatalf("the binary replaced by v1.30.0: got %v, want the wrong version refused", err)
+	}
+	write(KubeVersion)
+	if _, err := KubeAPIServer.Path(); err != nil {
+		t.Fatal(err)
+	}
+	if n := times(); n != 3 {
+		t.Fatalf("after two replacements the version was asked %d times in all, want 3", n)
+	}
+}

@@ -1,0 +1,55 @@
+package toolchain
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// A binary whose version was checked is not asked again while it is the same file. Asking runs it:
+// `kube-apiserver --version` is the start of its whole init, ≈ 0.2 s of CPU, and a warm make test
+// asked ≈ 50 times (every envtest start checks kube-apiserver and etcd, every provider
+// kube-controller-manager). The mark names the version and the file (device, inode, size, modification
+// time), so a binary rebuilt, replaced or moved in its place is asked again.
+
+// verifiedDir holds the marks, beside the binaries (a variable for the tests).
+var verifiedDir = func() string { return filepath.Join(CacheDir(), "bin", ".verified") }
+
+func verifiedMark(b Binary) string { return filepath.Join(verifiedDir(), b.Dir+"-"+b.Name) }
+
+// fileIdentity is what a mark records of the file at p; "" when it cannot be read.
+func fileIdentity(b Binary, p string) string {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s %s dev=%d ino=%d size=%d mtime=%d\n", b.Name, b.Version, st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
+}
+
+// verified reports whether p was checked to be b's version and has not changed since.
+func verified(b Binary, p string) bool {
+	id := fileIdentity(b, p)
+	mark, err := os.ReadFile(verifiedMark(b))
+	return id != "" && err == nil && string(mark) == id
+}
+
+// markVerified records that p is b's version. Best effort: without a mark the next call asks again.
+// Written whole under a name of this process's own, then renamed: test binaries check at the same
+// moment.
+func markVerified(b Binary, p string) {
+	id := fileIdentity(b, p)
+	if id == "" || os.MkdirAll(verifiedDir(), 0o755) != nil {
+		return
+	}
+	mark := verifiedMark(b)
+	tmp := mark + ".tmp." + strconv.Itoa(os.Getpid())
+	if os.WriteFile(tmp, []byte(id), 0o644) != nil || os.Rename(tmp, mark) != nil {
+		_ = os.Remove(tmp)
+	}
+}
