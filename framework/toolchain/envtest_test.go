@@ -16,6 +16,8 @@ import (
 	"time"
 
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 )
 
 // fakeEtcd, set in the environment of this test binary run again, makes it an etcd that only answers
@@ -197,4 +199,27 @@ func ownSlots(t *testing.T) string {
 	slotsDir = func() string { return dir }
 	t.Cleanup(func() { slotsDir = saved })
 	return dir
+}
+
+// A held slot survives a provider's start: the start reaps the work dirs of dead runs under
+// $TMPDIR/cleanup-e2e (framework/cluster/envtest's default work root), and the slots' directory was
+// once among them (a pairs hunt's log: "reaped work dirs of runs that died" [.../start-slots]).
+func TestAHeldStartSlotSurvivesTheReapOfDeadRunsWorkDirs(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	release, err := startSlot(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	dir := slotsDir()
+	old := time.Now().Add(-time.Hour) // a directory of the work root untouched for a minute is a dead run's
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := process.ReapStale(filepath.Join(os.TempDir(), "cleanup-e2e")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the start slots' directory %s did not survive the reap of dead runs' work dirs: %v", dir, err)
+	}
 }

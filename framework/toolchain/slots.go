@@ -17,8 +17,10 @@ import (
 // counts from when it has its slot.
 
 // slotsDir holds one lock file per slot, for every user of the machine's temp dir (a variable for the
-// tests, which use slots of their own).
-var slotsDir = func() string { return filepath.Join(os.TempDir(), "cleanup-e2e", "start-slots") }
+// tests, which use slots of their own). Not under $TMPDIR/cleanup-e2e: every provider's start reaps
+// the directories there whose owner is gone (process.ReapStale), and took this one, locks and all, for
+// a dead run's — after which the next starts locked new files beside the held ones.
+var slotsDir = func() string { return filepath.Join(os.TempDir(), "cleanup-e2e-start-slots") }
 
 // slotPoll is how often a start waiting for a slot tries them again.
 const slotPoll = 50 * time.Millisecond

@@ -28,7 +28,9 @@ import (
 const controller = "internal/controller/memcached_controller.go"
 
 func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Scaled(10*time.Minute))
+	// The start's backstop (intervals.SuiteSetup) plus the cases' 10 min: on a busy machine a start may
+	// queue for minutes behind the other control planes starting (cleanup-e2e's start slots).
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)+intervals.Scaled(10*time.Minute))
 	defer cancel()
 	ctrllog.SetLogger(testr.New(t)) // the framework's clients log through controller-runtime
 	registry := localruntime.NewRegistry()
