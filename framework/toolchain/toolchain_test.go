@@ -43,12 +43,7 @@ func TestMissingBinaryNamesItsScript(t *testing.T) {
 }
 
 func TestWrongVersionNamesItsScript(t *testing.T) {
-	cache := t.TempDir()
-	t.Setenv("CLEANUP_E2E_CACHE", cache)
-	dir := filepath.Join(cache, "bin", KubeAPIServer.Dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	_, dir := kubeBinDir(t)
 	fake := "#!/bin/sh\necho Kubernetes v1.30.0\n"
 	if err := os.WriteFile(filepath.Join(dir, "kube-apiserver"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
@@ -102,12 +97,7 @@ func TestDownloadedEnvtestAssets(t *testing.T) {
 // A binary's version is asked once while it is the same file, and again once it is replaced: a
 // rebuilt binary of the wrong version is still refused.
 func TestVersionIsAskedOnceUntilTheBinaryChanges(t *testing.T) {
-	cache := t.TempDir()
-	t.Setenv("CLEANUP_E2E_CACHE", cache)
-	dir := filepath.Join(cache, "bin", KubeAPIServer.Dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	cache, dir := kubeBinDir(t)
 	asked := filepath.Join(cache, "asked")
 	bin := filepath.Join(dir, "kube-apiserver")
 	writes := 0
@@ -147,4 +137,17 @@ func TestVersionIsAskedOnceUntilTheBinaryChanges(t *testing.T) {
 	if n := times(); n != 3 {
 		t.Fatalf("after two replacements the version was asked %d times in all, want 3", n)
 	}
+}
+
+// kubeBinDir makes a cache of the test's own ($CLEANUP_E2E_CACHE) and returns it with the directory
+// where the Kubernetes binaries go in it.
+func kubeBinDir(t *testing.T) (cache, dir string) {
+	t.Helper()
+	cache = t.TempDir()
+	t.Setenv("CLEANUP_E2E_CACHE", cache)
+	dir = filepath.Join(cache, "bin", KubeAPIServer.Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return cache, dir
 }
