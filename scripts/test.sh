@@ -25,8 +25,9 @@ export GOGC=${GOGC:-200}
 # and parks a second thread whenever it has more than one goroutine to run: context switches, which
 # this VM's kernel pays dearly for. Warm runs interleaved on 2026-11-28 (docs/performance.md, twentieth
 # round): Go's default 297-321 s, 559-613 s of CPU; GOMAXPROCS=1 287-305 s, 531-577 s (≈ 5 % and 7 %
-# less; 15,000 context switches a second instead of 17,000). Measured on 2 cores only, hence the
-# bound. TEST_GOMAXPROCS=0 keeps Go's default; the caller's GOMAXPROCS wins.
+# less; 15,000 context switches a second instead of 17,000); after the start slots' fix one pair
+# alone was even (298 against 299 s), and two runs side by side took ≈ 10 % less CPU (511-514 s
+# against 567-568 s). Measured on 2 cores only, hence the bound. TEST_GOMAXPROCS=0 keeps Go's default; the caller's GOMAXPROCS wins.
 if [ -z "${TEST_GOMAXPROCS+set}" ]; then
   TEST_GOMAXPROCS=0
   if [ "$(nproc)" -le 2 ]; then TEST_GOMAXPROCS=1; fi
