@@ -74,16 +74,20 @@ func kube(name string) Binary {
 // The error names the script that builds it.
 func (b Binary) Path() (string, error) {
 	p := filepath.Join(CacheDir(), "bin", b.Dir, b.Name)
-	if _, err := os.Stat(p); err != nil {
+	fi, err := os.Stat(p)
+	if err != nil {
 		return "", fmt.Errorf("%s %s not found at %s: build it with `%s` (or `make tools`)", b.Name, b.Version, p, b.Script)
 	}
-	if len(b.VersionArgs) > 0 && !verified(b, p) {
+	if len(b.VersionArgs) == 0 {
+		return p, nil
+	}
+	if id := fileIdentity(b, fi); !verified(b, id) {
 		out, err := exec.Command(p, b.VersionArgs...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), b.Version) {
 			return "", fmt.Errorf("%s at %s is not version %s (it says %q): rebuild it with `%s`",
 				b.Name, p, b.Version, strings.TrimSpace(firstLine(string(out))), b.Script)
 		}
-		markVerified(b, p)
+		markVerified(b, id)
 	}
 	return p, nil
 }

@@ -19,12 +19,9 @@ func verifiedDir() string { return filepath.Join(CacheDir(), "bin", ".verified")
 
 func verifiedMark(b Binary) string { return filepath.Join(verifiedDir(), b.Dir+"-"+b.Name) }
 
-// fileIdentity is what a mark records of the file at p; "" when it cannot be read.
-func fileIdentity(b Binary, p string) string {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return ""
-	}
+// fileIdentity is what a mark records of b's file, read once before it is asked (so the mark names the
+// file that answered); "" when the platform does not say.
+func fileIdentity(b Binary, fi os.FileInfo) string {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return ""
@@ -32,18 +29,16 @@ func fileIdentity(b Binary, p string) string {
 	return fmt.Sprintf("%s %s dev=%d ino=%d size=%d mtime=%d\n", b.Name, b.Version, st.Dev, st.Ino, fi.Size(), fi.ModTime().UnixNano())
 }
 
-// verified reports whether p was checked to be b's version and has not changed since.
-func verified(b Binary, p string) bool {
-	id := fileIdentity(b, p)
+// verified reports whether the file of identity id was checked to be b's version.
+func verified(b Binary, id string) bool {
 	mark, err := os.ReadFile(verifiedMark(b))
 	return id != "" && err == nil && string(mark) == id
 }
 
-// markVerified records that p is b's version. Best effort: without a mark the next call asks again.
+// markVerified records that the file of identity id is b's version. Best effort: without a mark the next call asks again.
 // Written whole under a name of this process's own, then renamed: test binaries check at the same
 // moment.
-func markVerified(b Binary, p string) {
-	id := fileIdentity(b, p)
+func markVerified(b Binary, id string) {
 	if id == "" || os.MkdirAll(verifiedDir(), 0o755) != nil {
 		return
 	}
