@@ -5,9 +5,10 @@
 //     links every test binary again on each run, even when nothing changed: on 2 cores a warm
 //     `go test -run '^$' ./...` takes 27 s (53 s of CPU, measured 2026-11-25). A binary whose inputs
 //     changed is linked again (`go test -c`); the others are run as they are.
-//   - Packages start longest first (each package's duration in the previous run is kept beside the
-//     binaries), so the longest suite does not start last and end the run alone; kept binaries run
-//     while the changed ones are linked.
+//   - Packages start longest first (each package's duration and CPU in the previous run are kept beside
+//     the binaries), so the longest suite does not start last and end the run alone; kept binaries run
+//     while the changed ones are linked. Those that mostly waited (under a tenth of a core) run beside
+//     the -p others, on runners of their own (queue.go).
 //   - With -ginkgo-procs, named Ginkgo suites run on several Ginkgo processes through the Ginkgo CLI
 //     (ginkgo.go), reported as the same test as a plain run.
 //
@@ -27,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,9 +107,9 @@ func main() {
 		fatal(err)
 	}
 	out := &lineWriter{w: os.Stdout}
-	durations := loadDurations(*cache)
-	sort.SliceStable(pkgs, func(i, j int) bool { return durations.of(pkgs[i].path) > durations.of(pkgs[j].path) })
-	ready := newQueue(durations)
+	last := loadHistory(*cache)
+	sort.SliceStable(pkgs, func(i, j int) bool { return last.of(pkgs[i].path) > last.of(pkgs[j].path) })
+	ready := newQueue(last)
 	linked := make(chan bool, 1)
 	go func() {
 		ok := link(*cache, held, pkgs, out, ready)
@@ -123,8 +123,8 @@ func main() {
 		}
 		linked <- ok
 	}()
-	failed, spans := run(ready, *cache, *parallel, *timeout, procs, out, durations)
-	durations.save(*cache)
+	failed, spans := run(ready, *cache, *parallel, *timeout, procs, out, last)
+	last.save(*cache)
 	_ = os.RemoveAll(held)
 	summary.Print(critical(spans, 5))
 	if *spansFile != "" {
@@ -156,9 +156,14 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-// run runs the binaries as they become ready, parallel at once, and reports whether any failed and
-// when each ran.
-func run(ready *queue, cache string, parallel int, timeout time.Duration, procs suiteProcs, out *lineWriter, d durations) (bool, []span) {
+// waitingRunners run the packages that mostly waited in their last run (queue.popWaiting), beside the
+// parallel others.
+const waitingRunners = 2
+
+// run runs the binaries as they become ready, parallel at once (and those that mostly wait on
+// waitingRunners of their own), records in h what each took, and reports whether any failed and when
+// each ran.
+func run(ready *queue, cache string, parallel int, timeout time.Duration, procs suiteProcs, out *lineWriter, h history) (bool, []span) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -166,26 +171,30 @@ func run(ready *queue, cache string, parallel int, timeout time.Duration, procs 
 		spans  []span
 		begin  = time.Now()
 	)
-	for range max(parallel, 1) {
-		wg.Go(func() {
-			for p, ok := ready.pop(); ok; p, ok = ready.pop() {
-				start := time.Now()
-				var (
-					cpu time.Duration
-					err error
-				)
-				if r := procs.of(p.path); r.procs > 1 {
-					cpu, err = runGinkgo(p, r, cache, timeout, out)
-				} else {
-					cpu, err = runBinary(p, timeout, out, true)
-				}
-				mu.Lock()
-				d[p.path] = time.Since(start).Seconds()
-				spans = append(spans, span{pkg: p.path, start: start.Sub(begin), end: time.Since(begin), cpu: cpu})
-				failed = failed || err != nil
-				mu.Unlock()
+	runner := func(pop func() (testPackage, bool)) {
+		for p, ok := pop(); ok; p, ok = pop() {
+			start := time.Now()
+			var (
+				cpu time.Duration
+				err error
+			)
+			if r := procs.of(p.path); r.procs > 1 {
+				cpu, err = runGinkgo(p, r, cache, timeout, out)
+			} else {
+				cpu, err = runBinary(p, timeout, out, true)
 			}
-		})
+			mu.Lock()
+			h[p.path] = measured{Seconds: time.Since(start).Seconds(), CPU: cpu.Seconds()}
+			spans = append(spans, span{pkg: p.path, start: start.Sub(begin), end: time.Since(begin), cpu: cpu})
+			failed = failed || err != nil
+			mu.Unlock()
+		}
+	}
+	for range max(parallel, 1) {
+		wg.Go(func() { runner(ready.pop) })
+	}
+	for range waitingRunners {
+		wg.Go(func() { runner(ready.popWaiting) })
 	}
 	wg.Wait()
 	return failed, spans
@@ -345,90 +354,6 @@ func (l *lineWriter) event(e event) {
 	e.Time = time.Now()
 	b, _ := json.Marshal(e)
 	l.line(b)
-}
-
-// queue holds the packages whose binaries are ready; pop takes the longest first (by the previous run),
-// so a package linked again after a change does not wait behind every kept one: a long suite queued
-// last ended a run 75 s late (2026-11-26, 3 min 58 s instead of 2 min 43 s).
-type queue struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	items  []testPackage
-	closed bool
-	d      durations
-}
-
-// newQueue orders by a copy of d: the runners record this run's durations in d meanwhile.
-func newQueue(d durations) *queue {
-	q := &queue{d: maps.Clone(d)}
-	q.cond = sync.NewCond(&q.mu)
-	return q
-}
-
-func (q *queue) push(p testPackage) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.items = append(q.items, p)
-	q.cond.Signal()
-}
-
-// close says no more packages come; pop then drains what is left.
-func (q *queue) close() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.closed = true
-	q.cond.Broadcast()
-}
-
-// pop waits for a package and takes the longest; false once closed and empty.
-func (q *queue) pop() (testPackage, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for len(q.items) == 0 && !q.closed {
-		q.cond.Wait()
-	}
-	if len(q.items) == 0 {
-		return testPackage{}, false
-	}
-	longest := 0
-	for i, p := range q.items {
-		if q.d.of(p.path) > q.d.of(q.items[longest].path) {
-			longest = i
-		}
-	}
-	p := q.items[longest]
-	q.items = append(q.items[:longest], q.items[longest+1:]...)
-	return p, true
-}
-
-// durations are each package's seconds in the previous run.
-type durations map[string]float64
-
-const durationsFile = "durations.json"
-
-func loadDurations(cache string) durations {
-	d := durations{}
-	if b, err := os.ReadFile(filepath.Join(cache, durationsFile)); err == nil {
-		_ = json.Unmarshal(b, &d)
-	}
-	return d
-}
-
-// of is a package's last duration; one never run comes first (its duration is unknown).
-func (d durations) of(pkg string) float64 {
-	if s, ok := d[pkg]; ok {
-		return s
-	}
-	return 1e9
-}
-
-func (d durations) save(cache string) {
-	b, _ := json.MarshalIndent(d, "", "  ")
-	file := filepath.Join(cache, durationsFile)
-	tmp := ownName(file, "tmp") // a run reading them meanwhile sees the old file or the new, whole
-	if os.WriteFile(tmp, b, 0o644) != nil || os.Rename(tmp, file) != nil {
-		_ = os.Remove(tmp)
-	}
 }
 
 // niceness of the niced packages: 5, not 10, so that they still get ≈ a quarter of a core beside each

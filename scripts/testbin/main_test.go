@@ -216,27 +216,6 @@ func TestSuiteProcsSayWhichSuitesRunOnSeveralProcesses(t *testing.T) {
 	}
 }
 
-// A package whose binary is ready later (linked again after a change) still runs before the shorter
-// packages waiting: it must not queue behind every kept one.
-func TestTheLongestReadyPackageRunsFirst(t *testing.T) {
-	q := newQueue(durations{"short": 1, "mid": 50, "long": 120})
-	q.push(testPackage{path: "short"})
-	q.push(testPackage{path: "mid"})
-	if p, _ := q.pop(); p.path != "mid" {
-		t.Fatalf("first pop: %q, want mid", p.path)
-	}
-	q.push(testPackage{path: "long"}) // linked meanwhile
-	q.push(testPackage{path: "new"})  // never run: its duration is unknown, so it goes first
-	q.close()
-	var order []string
-	for p, ok := q.pop(); ok; p, ok = q.pop() {
-		order = append(order, p.path)
-	}
-	if got := strings.Join(order, " "); got != "new long short" {
-		t.Errorf("order %q, want %q", got, "new long short")
-	}
-}
-
 // The summary names the package that ended the run (it bounds make test on a busy machine) and the
 // longest ones, without the module path they share.
 func TestTheSummaryNamesThePackageThatEndedTheRunAndTheLongest(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // Runs sharing one cache — two make test at once in one checkout, or two checkouts pointing
 // CLEANUP_E2E_CACHE at the same directory — must never see each other's half-made files nor lose a
 // binary the other removes. So everything a run makes for itself carries its pid in its name (the
-// half-linked binary, the durations being written, the Ginkgo CLI being copied, the suite link in a
+// half-linked binary, the history being written, the Ginkgo CLI being copied, the suite link in a
 // package's directory), and a run keeps its own hard link to each binary it runs (runDir): the cache
 // keeps only the newest binary of a package, and a run on another commit that links a newer one
 // removes the older while this run may not have started it yet. What a run killed before its cleanup
