@@ -18,12 +18,7 @@ func TestTheLongestReadyPackageRunsFirst(t *testing.T) {
 	}
 	q.push(testPackage{path: "long"}) // linked meanwhile
 	q.push(testPackage{path: "new"})  // never run: its duration is unknown, so it goes first
-	q.close()
-	var order []string
-	for p, ok := q.pop(); ok; p, ok = q.pop() {
-		order = append(order, p.path)
-	}
-	if got := strings.Join(order, " "); got != "new long short" {
+	if got := drain(q); got != "new long short" {
 		t.Errorf("order %q, want %q", got, "new long short")
 	}
 }
@@ -69,15 +64,20 @@ func TestPackagesThatMostlyWaitHaveRunnersOfTheirOwn(t *testing.T) {
 	if p, _ := q.pop(); p.path != "busy" {
 		t.Fatalf("pop took %q, want busy: a -p runner takes the longest of any kind", p.path)
 	}
-	q.close()
-	var order []string
-	for p, ok := q.pop(); ok; p, ok = q.pop() {
-		order = append(order, p.path)
-	}
-	if got := strings.Join(order, " "); got != "edge waits quick" {
+	if got := drain(q); got != "edge waits quick" {
 		t.Errorf("the -p runners then took %q, want %q", got, "edge waits quick")
 	}
 	if p, ok := q.popWaiting(); ok {
 		t.Errorf("popWaiting on a closed, empty queue took %q", p.path)
 	}
+}
+
+// drain closes q and says the order in which a -p runner takes what is left.
+func drain(q *queue) string {
+	q.close()
+	var order []string
+	for p, ok := q.pop(); ok; p, ok = q.pop() {
+		order = append(order, p.path)
+	}
+	return strings.Join(order, " ")
 }
