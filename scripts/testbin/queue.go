@@ -88,10 +88,13 @@ type measured struct {
 
 const historyFile = "history.json"
 
-// waitingShare is the most of a core a package that mostly waits used in its last run: the slot tests
-// and fake starts of framework/toolchain and the lock tests of framework/testenv use 2–3 % of one
-// (2026-11-28); the next, framework/kube and fixtures, 18 %.
-const waitingShare = 0.1
+// waitingCPU is the most CPU a package that mostly waits took in its last run, its tests and every
+// process they started together: framework/toolchain's slot tests and fake starts 0.15–0.2 s over
+// 10 s, framework/testenv's lock tests 0.3–0.4 s over 12 s; the next, framework/cluster/existing and
+// framework/kube, 2–2.8 s (2026-11-28). A share of a core would not do: two runs side by side stretch
+// every package's seconds but not its CPU, and after one pair framework/cluster/envtest (16 s of CPU
+// over 331 s) looked as idle as the waiting ones.
+const waitingCPU = 1.0
 
 func loadHistory(cache string) history {
 	h := history{}
@@ -109,11 +112,11 @@ func (h history) of(pkg string) float64 {
 	return 1e9
 }
 
-// waits says whether pkg mostly waited in its last run: at least a second long and under waitingShare
-// of a core. A package never run does not (nothing is known of it).
+// waits says whether pkg mostly waited in its last run: at least a second long and under waitingCPU
+// seconds of CPU. A package never run does not (nothing is known of it).
 func (h history) waits(pkg string) bool {
 	m, ok := h[pkg]
-	return ok && m.Seconds >= 1 && m.CPU < waitingShare*m.Seconds
+	return ok && m.Seconds >= 1 && m.CPU < waitingCPU
 }
 
 func (h history) save(cache string) {

@@ -28,12 +28,13 @@ func TestTheLongestReadyPackageRunsFirst(t *testing.T) {
 // kept between runs.
 func TestPackagesThatMostlyWaitHaveRunnersOfTheirOwn(t *testing.T) {
 	h := history{
-		"busy":  {Seconds: 100, CPU: 90},
-		"waits": {Seconds: 10, CPU: 0.2},
-		"quick": {Seconds: 0.5, CPU: 0}, // too short to tell
-		"edge":  {Seconds: 20, CPU: 2},  // a tenth of a core: busy enough
+		"busy":      {Seconds: 100, CPU: 90},
+		"waits":     {Seconds: 10, CPU: 0.2},
+		"quick":     {Seconds: 0.5, CPU: 0},  // too short to tell
+		"edge":      {Seconds: 20, CPU: 1},   // a second of CPU: busy enough
+		"stretched": {Seconds: 331, CPU: 16}, // a busy package slowed down by a second run beside it
 	}
-	for pkg, want := range map[string]bool{"busy": false, "waits": true, "quick": false, "edge": false, "new": false} {
+	for pkg, want := range map[string]bool{"busy": false, "waits": true, "quick": false, "edge": false, "stretched": false, "new": false} {
 		if got := h.waits(pkg); got != want {
 			t.Errorf("waits(%s) = %v, want %v (%+v)", pkg, got, want, h[pkg])
 		}
