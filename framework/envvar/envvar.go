@@ -51,13 +51,16 @@ var (
 		Doc: "the envtest provider's API server writes an audit log (who made which request) to <dir>/<cluster>.log; scripts/auditsum sums it up"}
 	EnvtestSeed = Var{Name: "CLEANUP_E2E_ENVTEST_SEED", Valid: oneOf("0", "1"),
 		Doc: "0: every envtest control plane starts from an empty etcd instead of a copy of the cached seed (framework/cluster/envtest seed.go)"}
+	// StartPriority is set by make test's scripts/testbin for each package's tests.
+	StartPriority = Var{Name: "CLEANUP_E2E_START_PRIORITY",
+		Doc: "a number ≥ 0: among envtest control planes waiting to start (one per CPU at a time), a higher one goes first; make test gives each package the seconds it took in its last run"}
 	// JUnitPerRunDir is set by the flake hunt: each run writes its own JUnit file there.
 	JUnitPerRunDir = Var{Name: "CLEANUP_E2E_JUNIT_PER_RUN_DIR", Legacy: "JUNIT_PER_RUN_DIR", Valid: nonEmpty,
 		Doc: "write each run's JUnit report to a new file in this directory (the flake hunt sets it)"}
 )
 
 // All is every variable, in the order the README lists them.
-var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, EnvtestSeed, JUnitPerRunDir}
+var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, EnvtestSeed, StartPriority, JUnitPerRunDir}
 
 // Get returns the variable's value: Name's, else Legacy's when Valid accepts it, else "".
 func (v Var) Get() string {

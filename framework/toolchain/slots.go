@@ -27,8 +27,9 @@ const slotPoll = 50 * time.Millisecond
 
 // startSlot takes one of the machine's runtime.NumCPU() slots, waiting while every one is held, and
 // returns its release. A slot is an flock on its file: the kernel releases it when the holder exits, so
-// a killed run never keeps one. waiting is called once if the start has to wait.
-func startSlot(waiting func(slots int)) (release func(), err error) {
+// a killed run never keeps one. waiting is called once if the start has to wait. While a start of a
+// higher priority waits, this one leaves the free slots to it (priority.go).
+func startSlot(priority int, waiting func(slots int)) (release func(), err error) {
 	dir := slotsDir()
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("start slots: %w", err)
@@ -45,9 +46,14 @@ func startSlot(waiting func(slots int)) (release func(), err error) {
 		}
 		files[i] = f
 	}
-	told := false
+	told, queued := false, false
+	var place *waiter
+	defer func() { place.leave() }()
 	for {
 		for i, f := range files {
+			if i == 0 && aheadOf(dir, priority) {
+				break
+			}
 			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 			if err == nil {
 				for j, o := range files {
@@ -63,6 +69,9 @@ func startSlot(waiting func(slots int)) (release func(), err error) {
 				}
 				return nil, fmt.Errorf("start slots: lock %s: %w", f.Name(), err)
 			}
+		}
+		if !queued {
+			place, queued = queue(dir, priority), true // nil when it cannot: it waits without a priority
 		}
 		if !told && waiting != nil {
 			waiting(n)

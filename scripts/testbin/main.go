@@ -109,6 +109,7 @@ func main() {
 	out := &lineWriter{w: os.Stdout}
 	last := loadHistory(*cache)
 	sort.SliceStable(pkgs, func(i, j int) bool { return last.of(pkgs[i].path) > last.of(pkgs[j].path) })
+	withStartPriority(pkgs, last)
 	ready := newQueue(last)
 	linked := make(chan bool, 1)
 	go func() {
@@ -383,6 +384,23 @@ func withGOMAXPROCS(pkgs []testPackage, n int) {
 		pkgs[i].env = env
 	}
 }
+
+// withStartPriority gives each package's tests its seconds in the last run as the priority of their
+// control planes' starts (framework/toolchain priority.go): the longest packages get theirs first.
+func withStartPriority(pkgs []testPackage, last history) {
+	for i := range pkgs {
+		env := pkgs[i].env
+		if env == nil {
+			env = os.Environ()
+		}
+		// Clipped: withGOMAXPROCS gave every package the same slice, which an append would share.
+		pkgs[i].env = append(slices.Clip(env), fmt.Sprintf("%s=%d", startPriorityVar, int(min(last.of(pkgs[i].path), 1e6))))
+	}
+}
+
+// startPriorityVar is framework/envvar.StartPriority (testbin, a tool of make test, does not import
+// the framework).
+const startPriorityVar = "CLEANUP_E2E_START_PRIORITY"
 
 // niceAllBut marks every package niced but those foreground names (comma-separated import path
 // suffixes); an empty foreground marks none. A suffix that names no package is an error: a typo would

@@ -1,0 +1,97 @@
+package toolchain
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+)
+
+// Start priority: which waiting start takes the next free slot. make test starts ≈ 20 control planes in
+// its first minute on 2 slots, and the one that waited longest was often the longest package's:
+// e2e/cleanup's took 54 s to be ready (2026-11-28), then ran the suite to the end of the run, while
+// packages done in a minute had started first. scripts/testbin gives each package's tests the seconds it
+// took in its last run as envvar.StartPriority; a start that finds a waiting start of a higher priority
+// leaves the free slots to it. Best effort: two starts may both see a slot free before either queued.
+
+// waitingDir holds a file per waiting start, named "<priority>-<pid>-<random>" and flocked by its
+// waiter: a file whose lock can be taken is a dead waiter's.
+func waitingDir(slots string) string { return filepath.Join(slots, "waiting") }
+
+// startPriority is this process's priority: envvar.StartPriority, 0 when unset or not a number ≥ 0.
+func startPriority() int {
+	n, err := strconv.Atoi(envvar.StartPriority.Get())
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// waiter is a start's place in the queue: its file, locked while it waits; leave gives it up (a nil
+// waiter has none).
+type waiter struct {
+	f    *os.File
+	name string
+}
+
+// queue records a waiting start of this priority. Its file is locked before it gets its name, so no
+// one sees it unlocked and takes it for a dead waiter's.
+func queue(slots string, priority int) *waiter {
+	dir := waitingDir(slots)
+	if os.MkdirAll(dir, 0o777) != nil {
+		return nil
+	}
+	f, err := os.CreateTemp(dir, ".new-")
+	if err != nil {
+		return nil
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%d-%d-%s", priority, os.Getpid(), strings.TrimPrefix(filepath.Base(f.Name()), ".new-")))
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX) != nil || os.Rename(f.Name(), name) != nil {
+		f.Close()
+		_ = os.Remove(f.Name())
+		return nil
+	}
+	return &waiter{f: f, name: name}
+}
+
+func (w *waiter) leave() {
+	if w == nil {
+		return
+	}
+	_ = os.Remove(w.name)
+	w.f.Close()
+}
+
+// aheadOf says whether a live start of a higher priority than priority waits; it removes the files of
+// dead waiters it comes across.
+func aheadOf(slots string, priority int) bool {
+	dir := waitingDir(slots)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		p, _, ok := strings.Cut(e.Name(), "-")
+		other, err := strconv.Atoi(p)
+		if !ok || err != nil || other <= priority {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue // it left meanwhile
+		}
+		live := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == syscall.EWOULDBLOCK
+		if !live {
+			_ = os.Remove(f.Name())
+		}
+		f.Close()
+		if live {
+			return true
+		}
+	}
+	return false
+}
