@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
@@ -15,12 +16,18 @@ import (
 // its first minute on 2 slots, and the one that waited longest was often the longest package's:
 // e2e/cleanup's took 54 s to be ready (2026-11-28), then ran the suite to the end of the run, while
 // packages done in a minute had started first. scripts/testbin gives each package's tests the seconds it
-// took in its last run as envvar.StartPriority; a start that finds a waiting start of a higher priority
-// leaves the free slots to it. Best effort: two starts may both see a slot free before either queued.
+// took in its last run as envvar.StartPriority. A waiting start's place in the queue is the time it
+// began to wait minus its priority in seconds, and a start leaves the free slots to a live waiter
+// whose place is ahead of its own: the long ones first, and no start waits behind later ones longer than
+// the difference of their priorities. Best effort: two starts may both see a slot free before either
+// queued.
 
-// waitingDir holds a file per waiting start, named "<priority>-<pid>-<random>" and flocked by its
-// waiter: a file whose lock can be taken is a dead waiter's.
+// waitingDir holds a file per waiting start, named "<place>-<pid>-<random>" (place: placeIn's, in
+// milliseconds) and flocked by its waiter: a file whose lock can be taken is a dead waiter's.
 func waitingDir(slots string) string { return filepath.Join(slots, "waiting") }
+
+// placeIn is the place in the queue of a start of this priority that begins to wait at since.
+func placeIn(since time.Time, priority int) int64 { return since.UnixMilli() - int64(priority)*1000 }
 
 // startPriority is this process's priority: envvar.StartPriority, 0 when unset or not a number ≥ 0.
 func startPriority() int {
@@ -38,9 +45,9 @@ type waiter struct {
 	name string
 }
 
-// queue records a waiting start of this priority. Its file is locked before it gets its name, so no
+// queue records a waiting start at this place. Its file is locked before it gets its name, so no
 // one sees it unlocked and takes it for a dead waiter's.
-func queue(slots string, priority int) *waiter {
+func queue(slots string, place int64) *waiter {
 	dir := waitingDir(slots)
 	if os.MkdirAll(dir, 0o777) != nil {
 		return nil
@@ -49,7 +56,7 @@ func queue(slots string, priority int) *waiter {
 	if err != nil {
 		return nil
 	}
-	name := filepath.Join(dir, fmt.Sprintf("%d-%d-%s", priority, os.Getpid(), strings.TrimPrefix(filepath.Base(f.Name()), ".new-")))
+	name := filepath.Join(dir, fmt.Sprintf("%d-%d-%s", place, os.Getpid(), strings.TrimPrefix(filepath.Base(f.Name()), ".new-")))
 	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX) != nil || os.Rename(f.Name(), name) != nil {
 		f.Close()
 		_ = os.Remove(f.Name())
@@ -66,9 +73,9 @@ func (w *waiter) leave() {
 	w.f.Close()
 }
 
-// aheadOf says whether a live start of a higher priority than priority waits; it removes the files of
-// dead waiters it comes across.
-func aheadOf(slots string, priority int) bool {
+// aheadOf says whether a live start waits at a place ahead of place; it removes the files of dead
+// waiters it comes across.
+func aheadOf(slots string, place int64) bool {
 	dir := waitingDir(slots)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -76,8 +83,8 @@ func aheadOf(slots string, priority int) bool {
 	}
 	for _, e := range entries {
 		p, _, ok := strings.Cut(e.Name(), "-")
-		other, err := strconv.Atoi(p)
-		if !ok || err != nil || other <= priority {
+		other, err := strconv.ParseInt(p, 10, 64)
+		if !ok || err != nil || other >= place {
 			continue
 		}
 		f, err := os.Open(filepath.Join(dir, e.Name()))

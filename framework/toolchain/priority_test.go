@@ -9,8 +9,8 @@ import (
 )
 
 // While every slot is held, a waiting start of a higher priority gets the next free slot before one of
-// a lower priority that waited longer; a dead waiter's file (not locked) holds no one back and is
-// removed.
+// a lower priority that began to wait earlier, unless that one has waited longer than the difference
+// of their priorities in seconds; a dead waiter's file (not locked) holds no one back and is removed.
 func TestAWaitingStartOfAHigherPriorityGetsTheNextSlot(t *testing.T) {
 	dir := ownSlots(t)
 	var held []func()
@@ -34,26 +34,42 @@ func TestAWaitingStartOfAHigherPriorityGetsTheNextSlot(t *testing.T) {
 	}
 	go waitFor(1)
 	queued(t, dir, 1)
-	go waitFor(5)
+	go waitFor(60)
 	queued(t, dir, 2)
 	held[0]()
-	if first := <-got; first != 5 {
-		t.Fatalf("the start of priority %d got the freed slot while one of priority 5 waited", first)
+	if first := <-got; first != 60 {
+		t.Fatalf("the start of priority %d got the freed slot while one of priority 60 waited", first)
 	}
 	select {
 	case p := <-got:
 		t.Fatalf("the start of priority %d got a slot while none was free", p)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if p := <-got; p != 1 { // once priority 5 released its slot
+	if p := <-got; p != 1 { // once priority 60 released its slot
 		t.Fatalf("then %d, want 1", p)
 	}
-	for _, release := range held[1:] {
+	// A start of priority 0 that has waited 1.5 s is ahead of one of priority 1 that just began.
+	release, err := startSlot(0, nil) // every slot held again, once priority 1 has let its go
+	if err != nil {
+		t.Fatal(err)
+	}
+	held[0] = release
+	go waitFor(0)
+	queued(t, dir, 1)
+	time.Sleep(1500 * time.Millisecond)
+	go waitFor(1)
+	queued(t, dir, 2)
+	held[1]()
+	if first := <-got; first != 0 {
+		t.Fatalf("the start of priority %d got the freed slot; the one of priority 0 had waited longer than their difference", first)
+	}
+	<-got
+	for _, release := range append(held[:1], held[2:]...) {
 		release()
 	}
 
 	// A waiter that died: its file is there, nobody holds its lock.
-	dead := filepath.Join(waitingDir(dir), "99-1-dead")
+	dead := filepath.Join(waitingDir(dir), "99-1-dead") // a place ahead of any other
 	if err := os.WriteFile(dead, nil, 0o666); err != nil {
 		t.Fatal(err)
 	}

@@ -28,9 +28,10 @@ const slotPoll = 50 * time.Millisecond
 // startSlot takes one of the machine's runtime.NumCPU() slots, waiting while every one is held, and
 // returns its release. A slot is an flock on its file: the kernel releases it when the holder exits, so
 // a killed run never keeps one. waiting is called once if the start has to wait. While a start of a
-// higher priority waits, this one leaves the free slots to it (priority.go).
+// higher priority waits, this one leaves the free slots to it, until it has waited longer than the
+// difference (priority.go).
 func startSlot(priority int, waiting func(slots int)) (release func(), err error) {
-	dir := slotsDir()
+	dir, place := slotsDir(), placeIn(time.Now(), priority)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("start slots: %w", err)
 	}
@@ -47,11 +48,11 @@ func startSlot(priority int, waiting func(slots int)) (release func(), err error
 		files[i] = f
 	}
 	told, queued := false, false
-	var place *waiter
-	defer func() { place.leave() }()
+	var mine *waiter
+	defer func() { mine.leave() }()
 	for {
 		for i, f := range files {
-			if i == 0 && aheadOf(dir, priority) {
+			if i == 0 && aheadOf(dir, place) {
 				break
 			}
 			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -71,7 +72,7 @@ func startSlot(priority int, waiting func(slots int)) (release func(), err error
 			}
 		}
 		if !queued {
-			place, queued = queue(dir, priority), true // nil when it cannot: it waits without a priority
+			mine, queued = queue(dir, place), true // nil when it cannot: it waits without a place
 		}
 		if !told && waiting != nil {
 			waiting(n)
