@@ -47,14 +47,15 @@ func startSlot(priority int, waiting func(slots int)) (release func(), err error
 		}
 		files[i] = f
 	}
-	told, queued := false, false
+	waited := false
 	var mine *waiter
 	defer func() { mine.leave() }()
 	for {
-		for i, f := range files {
-			if i == 0 && aheadOf(dir, place) {
-				break
-			}
+		tried := files
+		if aheadOf(dir, place) {
+			tried = nil // a free slot is the waiter's ahead, not this one's
+		}
+		for i, f := range tried {
 			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 			if err == nil {
 				for j, o := range files {
@@ -71,12 +72,11 @@ func startSlot(priority int, waiting func(slots int)) (release func(), err error
 				return nil, fmt.Errorf("start slots: lock %s: %w", f.Name(), err)
 			}
 		}
-		if !queued {
-			mine, queued = queue(dir, place), true // nil when it cannot: it waits without a place
-		}
-		if !told && waiting != nil {
-			waiting(n)
-			told = true
+		if !waited { // the first round found no slot for it: it queues, and says so once
+			mine, waited = queue(dir, place), true // nil when it cannot: it waits without a place
+			if waiting != nil {
+				waiting(n)
+			}
 		}
 		time.Sleep(slotPoll)
 	}
