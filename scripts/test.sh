@@ -12,13 +12,18 @@ rm -rf "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget # so does the time bud
 rm -rf "$ARTIFACTS"/mutant_* "$ARTIFACTS/examples"
 export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
 export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
-# Every process of the run (API servers, etcd, OLM, the test binaries, the go tool) collects garbage at
-# 3x its live heap instead of 2x (GOGC=200). A bigger heap trades the collector's CPU for memory pages
-# touched for the first time, and what each costs depends on the machine: 400 gained on the VM of
-# 2026-11-25 (266 -> 246 s of CPU, GC ≈ 15 % of the API servers'), but lost on the VM of 2026-11-27,
-# where a first-touched page costs 12 µs (warm runs interleaved: 400 345-391 s, 100 331-361 s, 200
-# 321 s; docs/performance.md, eighteenth round). 200 is the middle; GOGC from the caller wins.
-export GOGC=${GOGC:-200}
+# Every process of the run (API servers, etcd, OLM, the test binaries, the go tool) collects garbage
+# later than Go's default (GOGC=100): 400 where a memory page touched for the first time is cheap, 200
+# where it is dear (scripts/gogc measures it and says so). A bigger heap trades the collector's CPU for
+# pages touched, and what a page costs depends on the machine: on a VM where it cost 12 µs 200 was the
+# best (warm runs interleaved: 400 345-391 s, 100 331-361 s, 200 321 s), on one where it cost 1.6 µs 400
+# took ≈ 10 % less of the API servers' CPU than 200 (docs/performance.md, eighteenth and twenty-second
+# rounds). GOGC from the caller wins.
+if [ -z "${GOGC:-}" ]; then
+  GOGC=200
+  if go build -o "$CACHE_DIR/bin/gogc" ./scripts/gogc; then GOGC=$("$CACHE_DIR/bin/gogc") || GOGC=200; fi
+fi
+export GOGC
 # On ≤ 2 CPUs the test binaries and every process they start (API servers, etcd, OLM, the operators)
 # run with GOMAXPROCS=1 (scripts/testbin -gomaxprocs; not the go command, whose compiles use both
 # cores). ≈ 15-20 processes are runnable at once on 2 cores, and a Go process with a second P wakes
