@@ -51,6 +51,8 @@ var (
 		Doc: "the envtest provider's API server writes an audit log (who made which request) to <dir>/<cluster>.log; scripts/auditsum sums it up"}
 	EnvtestSeed = Var{Name: "CLEANUP_E2E_ENVTEST_SEED", Valid: oneOf("0", "1"),
 		Doc: "0: every envtest control plane starts from an empty etcd instead of a copy of the cached seed (framework/cluster/envtest seed.go)"}
+	StartSlots = Var{Name: "CLEANUP_E2E_START_SLOTS",
+		Doc: "a number ≥ 1: how many envtest control planes may start at once on this machine, across processes (default: one per CPU)"}
 	// StartPriority is set by make test's scripts/testbin for each package's tests.
 	StartPriority = Var{Name: "CLEANUP_E2E_START_PRIORITY",
 		Doc: "a number ≥ 0: among envtest control planes waiting to start (one per CPU at a time), a higher one goes first; make test gives each package the seconds it took in its last run"}
@@ -60,7 +62,7 @@ var (
 )
 
 // All is every variable, in the order the README lists them.
-var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, EnvtestSeed, StartPriority, JUnitPerRunDir}
+var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, EnvtestSeed, StartSlots, StartPriority, JUnitPerRunDir}
 
 // Get returns the variable's value: Name's, else Legacy's when Valid accepts it, else "".
 func (v Var) Get() string {

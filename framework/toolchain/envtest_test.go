@@ -17,6 +17,7 @@ import (
 
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 )
 
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(slotHolder); dir != "" {
 		slotsDir = func() string { return dir }
-		for range runtime.NumCPU() {
+		for range slotCount() {
 			if _, err := startSlot(0, nil); err != nil {
 				fmt.Println(err)
 				os.Exit(1)
@@ -128,7 +129,7 @@ func TestAStartOutOfTimeIsNotRestartedAndSaysWhy(t *testing.T) {
 // a process that was killed is free again (the kernel drops its lock).
 func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	dir := ownSlots(t)
-	cpus := runtime.NumCPU()
+	cpus := slotCount() // runtime.NumCPU(), unless the run sets envvar.StartSlots
 	var (
 		wg            sync.WaitGroup
 		holding, most atomic.Int32
@@ -151,7 +152,7 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	}
 	wg.Wait()
 	if m := most.Load(); m > int32(cpus) {
-		t.Errorf("%d starts held a slot at once; want at most %d (one per CPU)", m, cpus)
+		t.Errorf("%d starts held a slot at once; want at most %d (one per CPU, or %s)", m, cpus, envvar.StartSlots.Name)
 	}
 	if waited.Load() == 0 {
 		t.Errorf("none of %d starts waited for one of %d slots", 3*cpus, cpus)
@@ -188,6 +189,15 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	_ = holder.Wait()
 	if err := <-took; err != nil {
 		t.Fatalf("once the holder was killed: %v", err)
+	}
+}
+
+func TestStartSlotsAreOnePerCPUUnlessTheVariableSaysHowMany(t *testing.T) {
+	for value, want := range map[string]int{"": runtime.NumCPU(), "3": 3, "1": 1, "0": runtime.NumCPU(), "many": runtime.NumCPU()} {
+		t.Setenv(envvar.StartSlots.Name, value)
+		if got := slotCount(); got != want {
+			t.Errorf("%s=%q: %d slots, want %d", envvar.StartSlots.Name, value, got, want)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package toolchain
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -14,7 +13,7 @@ import (
 func TestAWaitingStartOfAHigherPriorityGetsTheNextSlot(t *testing.T) {
 	dir := ownSlots(t)
 	var held []func()
-	for range runtime.NumCPU() {
+	for range slotCount() {
 		release, err := startSlot(0, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
 
 // Start slots: at most one envtest control plane starts per CPU of the machine at a time, across every
@@ -25,7 +28,15 @@ var slotsDir = func() string { return filepath.Join(os.TempDir(), "cleanup-e2e-s
 // slotPoll is how often a start waiting for a slot tries them again.
 const slotPoll = 50 * time.Millisecond
 
-// startSlot takes one of the machine's runtime.NumCPU() slots, waiting while every one is held, and
+// slotCount is how many slots the machine has: envvar.StartSlots, else one per CPU.
+func slotCount() int {
+	if n, err := strconv.Atoi(envvar.StartSlots.Get()); err == nil && n >= 1 {
+		return n
+	}
+	return runtime.NumCPU()
+}
+
+// startSlot takes one of the machine's slotCount() slots, waiting while every one is held, and
 // returns its release. A slot is an flock on its file: the kernel releases it when the holder exits, so
 // a killed run never keeps one. waiting is called once if the start has to wait. While a start of a
 // higher priority waits, this one leaves the free slots to it, until it has waited longer than the
@@ -35,7 +46,7 @@ func startSlot(priority int, waiting func(slots int)) (release func(), err error
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("start slots: %w", err)
 	}
-	n := runtime.NumCPU()
+	n := slotCount()
 	files := make([]*os.File, n)
 	for i := range n {
 		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("slot-%d", i)), os.O_CREATE|os.O_RDWR, 0o666)
