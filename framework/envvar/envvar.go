@@ -52,7 +52,7 @@ var (
 	EnvtestSeed = Var{Name: "CLEANUP_E2E_ENVTEST_SEED", Valid: oneOf("0", "1"),
 		Doc: "0: every envtest control plane starts from an empty etcd instead of a copy of the cached seed (framework/cluster/envtest seed.go)"}
 	StartSlots = Var{Name: "CLEANUP_E2E_START_SLOTS",
-		Doc: "a number ≥ 1: how many envtest control planes may start at once on this machine, across processes (default: one per CPU)"}
+		Doc: "a number ≥ 1: how many envtest control planes may start at once on this machine, across processes (default: one per CPU the process gets, a container's CPU limit included)"}
 	// StartPriority is set by make test's scripts/testbin for each package's tests.
 	StartPriority = Var{Name: "CLEANUP_E2E_START_PRIORITY",
 		Doc: "a number ≥ 0: among envtest control planes waiting to start (one per CPU at a time), a higher one goes first; make test gives each package the seconds it took in its last run"}

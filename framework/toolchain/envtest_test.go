@@ -193,7 +193,15 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 }
 
 func TestStartSlotsAreOnePerCPUUnlessTheVariableSaysHowMany(t *testing.T) {
-	for value, want := range map[string]int{"": runtime.NumCPU(), "3": 3, "1": 1, "0": runtime.NumCPU(), "many": runtime.NumCPU()} {
+	set := runtime.GOMAXPROCS(0) // make test runs this with GOMAXPROCS=1
+	want := cpus()
+	if got := runtime.GOMAXPROCS(0); got != set {
+		t.Errorf("reading the CPUs changed GOMAXPROCS from %d to %d", set, got)
+	}
+	if want < 1 || want > runtime.NumCPU() {
+		t.Errorf("cpus() = %d, want between 1 and the %d CPUs of the machine", want, runtime.NumCPU())
+	}
+	for value, want := range map[string]int{"": want, "3": 3, "1": 1, "0": want, "many": want} {
 		t.Setenv(envvar.StartSlots.Name, value)
 		if got := slotCount(); got != want {
 			t.Errorf("%s=%q: %d slots, want %d", envvar.StartSlots.Name, value, got, want)

@@ -28,12 +28,28 @@ var slotsDir = func() string { return filepath.Join(os.TempDir(), "cleanup-e2e-s
 // slotPoll is how often a start waiting for a slot tries them again.
 const slotPoll = 50 * time.Millisecond
 
-// slotCount is how many slots the machine has: envvar.StartSlots, else one per CPU.
+// slotCount is how many slots the machine has: envvar.StartSlots, else one per CPU the process gets.
 func slotCount() int {
 	if n, err := strconv.Atoi(envvar.StartSlots.Get()); err == nil && n >= 1 {
 		return n
 	}
-	return runtime.NumCPU()
+	return cpus()
+}
+
+// cpus is the CPUs this process gets: Go's default GOMAXPROCS, which is the machine's CPUs or, in a
+// container with a CPU limit, the limit (rounded up, at least 2; Go ≥ 1.25 for a main module of go ≥
+// 1.25, else GODEBUG containermaxprocs=0 keeps runtime.NumCPU). runtime.NumCPU counts the host's CPUs there: a
+// CI pod limited to 2 CPUs on a 64-CPU node would start 64 control planes at once. The tests'
+// processes run with GOMAXPROCS set (make test: 1), so the default is read by setting it and the
+// caller's setting restored.
+func cpus() int {
+	set := runtime.GOMAXPROCS(0)
+	runtime.SetDefaultGOMAXPROCS()
+	n := runtime.GOMAXPROCS(0)
+	if n != set {
+		runtime.GOMAXPROCS(set)
+	}
+	return n
 }
 
 // startSlot takes one of the machine's slotCount() slots, waiting while every one is held, and
