@@ -129,13 +129,13 @@ func TestAStartOutOfTimeIsNotRestartedAndSaysWhy(t *testing.T) {
 // a process that was killed is free again (the kernel drops its lock).
 func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	dir := ownSlots(t)
-	cpus := slotCount() // runtime.NumCPU(), unless the run sets envvar.StartSlots
+	slots := slotCount() // one per CPU the process gets, unless the run sets envvar.StartSlots
 	var (
 		wg            sync.WaitGroup
 		holding, most atomic.Int32
 		waited        atomic.Int32
 	)
-	for range 3 * cpus {
+	for range 3 * slots {
 		wg.Go(func() {
 			release, err := startSlot(0, func(int) { waited.Add(1) })
 			if err != nil {
@@ -151,11 +151,11 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if m := most.Load(); m > int32(cpus) {
-		t.Errorf("%d starts held a slot at once; want at most %d (one per CPU, or %s)", m, cpus, envvar.StartSlots.Name)
+	if m := most.Load(); m > int32(slots) {
+		t.Errorf("%d starts held a slot at once; want at most %d (one per CPU, or %s)", m, slots, envvar.StartSlots.Name)
 	}
 	if waited.Load() == 0 {
-		t.Errorf("none of %d starts waited for one of %d slots", 3*cpus, cpus)
+		t.Errorf("none of %d starts waited for one of %d slots", 3*slots, slots)
 	}
 
 	holder := exec.Command(os.Args[0])
@@ -182,7 +182,7 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	}()
 	select {
 	case err := <-took:
-		t.Fatalf("a start got a slot while another process held all %d: %v", cpus, err)
+		t.Fatalf("a start got a slot while another process held all %d: %v", slots, err)
 	case <-time.After(300 * time.Millisecond): // a window in which it must still wait
 	}
 	_ = holder.Process.Kill()
@@ -192,16 +192,18 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	}
 }
 
+// The slots are one per CPU the process gets, read without changing its GOMAXPROCS, unless
+// CLEANUP_E2E_START_SLOTS is a number ≥ 1.
 func TestStartSlotsAreOnePerCPUUnlessTheVariableSaysHowMany(t *testing.T) {
 	set := runtime.GOMAXPROCS(0) // make test runs this with GOMAXPROCS=1
-	want := cpus()
+	perCPU := cpus()
 	if got := runtime.GOMAXPROCS(0); got != set {
 		t.Errorf("reading the CPUs changed GOMAXPROCS from %d to %d", set, got)
 	}
-	if want < 1 || want > runtime.NumCPU() {
-		t.Errorf("cpus() = %d, want between 1 and the %d CPUs of the machine", want, runtime.NumCPU())
+	if perCPU < 1 || perCPU > runtime.NumCPU() {
+		t.Errorf("cpus() = %d, want between 1 and the %d CPUs of the machine", perCPU, runtime.NumCPU())
 	}
-	for value, want := range map[string]int{"": want, "3": 3, "1": 1, "0": want, "many": want} {
+	for value, want := range map[string]int{"": perCPU, "3": 3, "1": 1, "0": perCPU, "many": perCPU} {
 		t.Setenv(envvar.StartSlots.Name, value)
 		if got := slotCount(); got != want {
 			t.Errorf("%s=%q: %d slots, want %d", envvar.StartSlots.Name, value, got, want)

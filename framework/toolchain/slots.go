@@ -36,12 +36,12 @@ func slotCount() int {
 	return cpus()
 }
 
-// cpus is the CPUs this process gets: Go's default GOMAXPROCS, which is the machine's CPUs or, in a
-// container with a CPU limit, the limit (rounded up, at least 2; Go ≥ 1.25 for a main module of go ≥
-// 1.25, else GODEBUG containermaxprocs=0 keeps runtime.NumCPU). runtime.NumCPU counts the host's CPUs there: a
-// CI pod limited to 2 CPUs on a 64-CPU node would start 64 control planes at once. The tests'
-// processes run with GOMAXPROCS set (make test: 1), so the default is read by setting it and the
-// caller's setting restored.
+// cpus is the CPUs this process gets: Go's default GOMAXPROCS, the machine's CPUs or, in a container
+// with a CPU limit, the limit (rounded up, at least 2; for a main module of go ≥ 1.25, else GODEBUG
+// containermaxprocs=0 keeps runtime.NumCPU). runtime.NumCPU counts the host's CPUs there: a CI pod
+// limited to 2 CPUs on a 64-CPU node would start 64 control planes at once. The tests' processes run
+// with GOMAXPROCS set (make test: 1), so the default is read by setting it, and the caller's setting
+// is put back.
 func cpus() int {
 	set := runtime.GOMAXPROCS(0)
 	runtime.SetDefaultGOMAXPROCS()
