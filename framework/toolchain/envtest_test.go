@@ -196,12 +196,15 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 // CLEANUP_E2E_START_SLOTS is a number ≥ 1.
 func TestStartSlotsAreOnePerCPUUnlessTheVariableSaysHowMany(t *testing.T) {
 	set := runtime.GOMAXPROCS(0) // make test runs this with GOMAXPROCS=1
-	perCPU := cpus()
+	perCPU := defaultGOMAXPROCS()
 	if got := runtime.GOMAXPROCS(0); got != set {
 		t.Errorf("reading the CPUs changed GOMAXPROCS from %d to %d", set, got)
 	}
 	if perCPU < 1 || perCPU > runtime.NumCPU() {
-		t.Errorf("cpus() = %d, want between 1 and the %d CPUs of the machine", perCPU, runtime.NumCPU())
+		t.Errorf("defaultGOMAXPROCS() = %d, want between 1 and the %d CPUs of the machine", perCPU, runtime.NumCPU())
+	}
+	if c := cpus(); c != perCPU {
+		t.Errorf("cpus() = %d, want Go's default GOMAXPROCS %d", c, perCPU)
 	}
 	for value, want := range map[string]int{"": perCPU, "3": 3, "1": 1, "0": perCPU, "many": perCPU} {
 		t.Setenv(envvar.StartSlots.Name, value)

@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
 
-// Start slots: at most one envtest control plane starts per CPU of the machine at a time, across every
+// Start slots: at most one envtest control plane starts per CPU (slotCount) at a time, across every
 // process that starts one (the test binaries of make test, the example consumers, two make test side by
 // side). A start is a burst of CPU (etcd and kube-apiserver ≈ 2–3 s of it with OLM's CRDs); sixteen at
 // once on 2 cores each took minutes and ran out of their timeout, while one after the other each takes
@@ -36,13 +37,17 @@ func slotCount() int {
 	return cpus()
 }
 
-// cpus is the CPUs this process gets: Go's default GOMAXPROCS, the machine's CPUs or, in a container
-// with a CPU limit, the limit (rounded up, at least 2; for a main module of go ≥ 1.25, else GODEBUG
+// cpus is the CPUs this process gets (defaultGOMAXPROCS), read once per process: each start asks,
+// and reading it sets GOMAXPROCS twice.
+var cpus = sync.OnceValue(defaultGOMAXPROCS)
+
+// defaultGOMAXPROCS is Go's default GOMAXPROCS, the machine's CPUs or, in a container with a CPU
+// limit, the limit (rounded up, at least 2; for a main module of go ≥ 1.25, else GODEBUG
 // containermaxprocs=0 keeps runtime.NumCPU). runtime.NumCPU counts the host's CPUs there: a CI pod
 // limited to 2 CPUs on a 64-CPU node would start 64 control planes at once. The tests' processes run
 // with GOMAXPROCS set (make test: 1), so the default is read by setting it, and the caller's setting
 // is put back.
-func cpus() int {
+func defaultGOMAXPROCS() int {
 	set := runtime.GOMAXPROCS(0)
 	runtime.SetDefaultGOMAXPROCS()
 	n := runtime.GOMAXPROCS(0)
