@@ -113,6 +113,10 @@ go run ./scripts/budget "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget || tr
 times >"$ARTIFACTS/.times"
 cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%.0f", n }' "$ARTIFACTS/.times")
 rm -f "$ARTIFACTS/.times"
-log "make test: ${SECONDS} s, ${cpu} s of CPU on $(nproc) cores"
+# What the CPU alone takes of the cores, and what they left idle: a run as long as the first is as
+# short as these cores allow for this much work, so only less CPU makes it shorter.
+cores=$(nproc) idle=$((SECONDS * $(nproc) - cpu))
+[ "$idle" -ge 0 ] || idle=0 # the CPU is rounded
+log "make test: ${SECONDS} s, ${cpu} s of CPU on ${cores} cores (the CPU alone fills $(((cpu + cores - 1) / cores)) s of them; ${idle} core-seconds idle)"
 go run ./scripts/junitsum -skip-classes /e2e/ "$ARTIFACTS/junit-unit.xml" $suites "$ARTIFACTS"/junit-example-*.xml || rc=1
 exit $rc
