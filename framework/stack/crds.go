@@ -7,6 +7,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,11 +47,12 @@ func (s *Stack) ensureCRDs(ctx context.Context, crds []*apiextensionsv1.CustomRe
 	return len(missing) == 0, kube.WaitCRDsUsable(ctx, s.c, names...)
 }
 
-// missingCRDs returns the names of the CRDs that do not exist.
+// missingCRDs returns the names of the CRDs that do not exist. It reads their metadata only: OLM's
+// CRDs, which every start with OLM asks for, are large (the CSV's alone 0.8 MB of YAML).
 func missingCRDs(ctx context.Context, c client.Client, names ...string) ([]string, error) {
 	var missing []string
 	for _, n := range names {
-		err := c.Get(ctx, types.NamespacedName{Name: n}, &apiextensionsv1.CustomResourceDefinition{})
+		err := c.Get(ctx, types.NamespacedName{Name: n}, crdMetadata())
 		switch {
 		case apierrors.IsNotFound(err):
 			missing = append(missing, n)
@@ -72,4 +74,11 @@ func exists(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, n
 		return false, fmt.Errorf("read %s %s/%s: %w", gvk.Kind, ns, name, err)
 	}
 	return true, nil
+}
+
+// crdMetadata is a CRD's metadata, for reads that need no more: the API server then sends only that.
+func crdMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return m
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -76,17 +78,21 @@ func footprintCreated(ctx context.Context, c client.Client, f Footprint, before 
 	return out, nil
 }
 
-func crdsInGroups(ctx context.Context, c client.Client, groups []string) ([]apiextensionsv1.CustomResourceDefinition, error) {
+// crdsInGroups lists the CRDs of groups, by their metadata: the list would otherwise carry every CRD
+// of the cluster whole, OLM's large ones too. A CRD's group is its name after the first dot (the API
+// server accepts a CRD only as <plural>.<group>).
+func crdsInGroups(ctx context.Context, c client.Client, groups []string) ([]metav1.PartialObjectMetadata, error) {
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	list := &apiextensionsv1.CustomResourceDefinitionList{}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
 	if err := c.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("list CRDs: %w", err)
 	}
-	var out []apiextensionsv1.CustomResourceDefinition
+	var out []metav1.PartialObjectMetadata
 	for _, crd := range list.Items {
-		if slices.Contains(groups, crd.Spec.Group) {
+		if _, group, _ := strings.Cut(crd.Name, "."); slices.Contains(groups, group) {
 			out = append(out, crd)
 		}
 	}

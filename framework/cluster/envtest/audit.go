@@ -23,7 +23,7 @@ rules:
 // work dir so it outlives the run: it says which client makes the requests that keep an API server
 // busy (scripts/auditsum counts them by user agent, verb and resource).
 func (p *Provider) audit(api *crenvtest.APIServer) error {
-	dir := envvar.AuditDir.Get()
+	dir := p.opts.auditDir
 	if dir == "" {
 		return nil
 	}

@@ -78,21 +78,31 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 
 // createdClusterRoles counts the API server's own creates of ClusterRoles in an audit log.
 func createdClusterRoles(t *testing.T, log []byte) int {
+	return countRequests(t, log, func(e auditEvent) bool {
+		return e.Verb == "create" && e.User.Username == "system:apiserver" && e.ObjectRef.Resource == "clusterroles"
+	})
+}
+
+// auditEvent is what the tests read of an audit log's line.
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	Stage     string `json:"stage"`
+	User      struct{ Username string }
+	ObjectRef struct{ Resource, Name string } `json:"objectRef"`
+}
+
+// countRequests counts the completed requests of an audit log that match.
+func countRequests(t *testing.T, log []byte, match func(auditEvent) bool) int {
 	n := 0
 	for _, line := range bytes.Split(log, []byte("\n")) {
-		var e struct {
-			Verb      string `json:"verb"`
-			Stage     string `json:"stage"`
-			User      struct{ Username string }
-			ObjectRef struct{ Resource string } `json:"objectRef"`
-		}
 		if len(line) == 0 {
 			continue
 		}
+		var e auditEvent
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatalf("audit log line %q: %v", line, err)
 		}
-		if e.Verb == "create" && e.Stage == "ResponseComplete" && e.User.Username == "system:apiserver" && e.ObjectRef.Resource == "clusterroles" {
+		if e.Stage == "ResponseComplete" && match(e) {
 			n++
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 )
@@ -24,6 +25,9 @@ type options struct {
 	// ports picks the kube-apiserver port for a start attempt (0: let envtest choose a free one). Tests
 	// use it to hand out a taken port.
 	ports func(attempt int) int
+	// auditDir is where the API server writes its audit log (audit.go): $CLEANUP_E2E_AUDIT_DIR, or a
+	// test's own directory (a parallel test cannot set the variable).
+	auditDir string
 }
 
 // Option configures the envtest provider.
@@ -67,5 +71,6 @@ func defaults() options {
 		log:        logr.Discard(),
 		workRoot:   filepath.Join(os.TempDir(), "cleanup-e2e"),
 		olmTimeout: intervals.Get(intervals.OLMReady),
+		auditDir:   envvar.AuditDir.Get(),
 	}
 }

@@ -16,9 +16,11 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
@@ -35,14 +37,15 @@ import (
 // from an empty data dir instead.
 
 // seedInto fills dataDir (empty, not yet used by etcd) from the seed for crds, making the seed first
-// when there is none. A seed that cannot be had is logged, and the control plane starts from an empty
-// data dir, as without seeding; so it does while another process makes the seed (no waiting for it).
+// when there is none, and says whether it did. A seed that cannot be had is logged, and the control
+// plane starts from an empty data dir, as without seeding; so it does while another process makes the
+// seed (no waiting for it).
 //
 // The seed's control plane runs in workDir, the provider's, so a run killed meanwhile is reaped like
 // the rest of it (process.ReapStale).
-func seedInto(dataDir, workDir, assets string, crds []*apiextensionsv1.CustomResourceDefinition, log logr.Logger) {
+func seedInto(dataDir, workDir, assets string, crds []*apiextensionsv1.CustomResourceDefinition, log logr.Logger) bool {
 	if envvar.EnvtestSeed.Get() == "0" {
-		return
+		return false
 	}
 	dir, err := seedDir(assets, crds)
 	if err == nil {
@@ -61,6 +64,7 @@ func seedInto(dataDir, workDir, assets string, crds []*apiextensionsv1.CustomRes
 		_ = os.RemoveAll(dataDir)
 		_ = os.MkdirAll(dataDir, 0o700)
 	}
+	return err == nil
 }
 
 var errSeedBusy = errors.New("the seed is being made by another process")
@@ -161,4 +165,14 @@ func tail(s string) string {
 		return "…" + s[len(s)-2000:]
 	}
 	return s
+}
+
+// servedFromSeed waits, as envtest waits for the CRDs it installs, until discovery serves every
+// version of the seed's CRDs, which the API server read from etcd at its start.
+func servedFromSeed(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, maxTime time.Duration) error {
+	err := crenvtest.WaitForCRDs(cfg, crds, crenvtest.CRDInstallOptions{MaxTime: maxTime, PollInterval: intervals.Poll})
+	if err != nil {
+		return fmt.Errorf("the API server started on the etcd seed but does not serve its %d CRDs after %s (%w); the next attempt starts without the seed", len(crds), maxTime, err)
+	}
+	return nil
 }

@@ -68,7 +68,9 @@ func TestNoSeedLeavesTheDataDirEmpty(t *testing.T) {
 	t.Setenv("CLEANUP_E2E_CACHE", t.TempDir())
 	dataDir := filepath.Join(t.TempDir(), "etcd")
 	must(t, os.MkdirAll(dataDir, 0o700))
-	seedInto(dataDir, t.TempDir(), t.TempDir(), nil, testr.New(t))
+	if seedInto(dataDir, t.TempDir(), t.TempDir(), nil, testr.New(t)) {
+		t.Error("seedInto says the data dir was filled from a seed; there was none to be had")
+	}
 	entries, err := os.ReadDir(dataDir)
 	must(t, err)
 	if len(entries) != 0 {
@@ -96,7 +98,9 @@ func TestTheFirstStartMakesTheSeedAndTheNextUseIt(t *testing.T) {
 	for i := range 2 {
 		dataDir := filepath.Join(t.TempDir(), "etcd")
 		must(t, os.MkdirAll(dataDir, 0o700))
-		seedInto(dataDir, workDir, assets, nil, testr.New(t))
+		if !seedInto(dataDir, workDir, assets, nil, testr.New(t)) {
+			t.Errorf("start %d: seedInto says the data dir was not filled from the seed", i+1)
+		}
 		if _, err := os.Stat(filepath.Join(dataDir, "member", "snap", "db")); err != nil {
 			t.Fatalf("start %d: the data dir was not filled from the seed: %v", i+1, err)
 		}
