@@ -10,6 +10,14 @@ rm -f "$ARTIFACTS"/junit-*.xml   # the closing line must count this run only
 rm -rf "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget # so does the time budget (the examples' too)
 # and the artifacts the mutation checks' failures leave on purpose (one set per run piled up)
 rm -rf "$ARTIFACTS"/mutant_* "$ARTIFACTS/examples"
+# The machine's idle CPU time so far (/proc/stat's idle and iowait, in clock ticks), to tell at the end
+# the core-seconds this run left idle from those other processes took; empty where /proc/stat does
+# not count exactly the CPUs the run may use (no /proc, or a container limited to some of the host's).
+idle_ticks() {
+  [ "$(grep -c '^cpu[0-9]' /proc/stat 2>/dev/null)" = "$(nproc)" ] || return 0
+  awk '/^cpu / { print $5 + $6; exit }' /proc/stat
+}
+idle_before=$(idle_ticks)
 export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
 export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
 # Every process of the run (API servers, etcd, OLM, the test binaries, the go tool) collects garbage
@@ -113,10 +121,18 @@ go run ./scripts/budget "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget || tr
 times >"$ARTIFACTS/.times"
 cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%.0f", n }' "$ARTIFACTS/.times")
 rm -f "$ARTIFACTS/.times"
-# What the CPU alone takes of the cores, and what they left idle: a run as long as the first is as
-# short as these cores allow for this much work, so only less CPU makes it shorter.
-cores=$(nproc) idle=$((SECONDS * $(nproc) - cpu))
-[ "$idle" -ge 0 ] || idle=0 # the CPU is rounded
-log "make test: ${SECONDS} s, ${cpu} s of CPU on ${cores} cores (the CPU alone fills $(((cpu + cores - 1) / cores)) s of them; ${idle} core-seconds idle)"
+# What the CPU alone takes of the cores, and where the rest of them went: a run as long as the first
+# is as short as these cores allow for this much work, so only less CPU makes it shorter — unless
+# other processes (another run beside it) took the rest.
+cores=$(nproc) spare=$((SECONDS * $(nproc) - cpu)) idle_after=$(idle_ticks)
+[ "$spare" -ge 0 ] || spare=0 # the CPU is rounded
+if [ -n "$idle_before" ] && [ -n "$idle_after" ]; then
+  idle=$(((idle_after - idle_before) / $(getconf CLK_TCK)))
+  [ "$idle" -le "$spare" ] || idle=$spare
+  rest="the cores idled ${idle} core-seconds, other processes took $((spare - idle))"
+else
+  rest="${spare} core-seconds idle or taken by other processes"
+fi
+log "make test: ${SECONDS} s, ${cpu} s of CPU on ${cores} cores (the CPU alone fills $(((cpu + cores - 1) / cores)) s of them; ${rest})"
 go run ./scripts/junitsum -skip-classes /e2e/ "$ARTIFACTS/junit-unit.xml" $suites "$ARTIFACTS"/junit-example-*.xml || rc=1
 exit $rc
