@@ -172,7 +172,7 @@ func tail(s string) string {
 func servedFromSeed(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, maxTime time.Duration) error {
 	err := crenvtest.WaitForCRDs(cfg, crds, crenvtest.CRDInstallOptions{MaxTime: maxTime, PollInterval: intervals.Poll})
 	if err != nil {
-		return fmt.Errorf("the API server started on the etcd seed but does not serve its %d CRDs after %s (%w); the next attempt starts without the seed", len(crds), maxTime, err)
+		return fmt.Errorf("the API server started on the etcd seed but does not serve its %d CRDs after %s (%w); the last attempt starts without the seed", len(crds), maxTime, err)
 	}
 	return nil
 }
