@@ -137,22 +137,18 @@ func (p *Provider) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	crds := append([]*apiextensionsv1.CustomResourceDefinition{}, p.opts.crds...)
-	// The seed holds what every provider of this kind installs (seed.go); a suite's own CRDs are
-	// installed after the start, as before.
+	// The seed holds what every provider of this kind installs (seed.go); the caller's own CRDs
+	// (WithCRDs) are installed at the start, as before.
 	var seeded []*apiextensionsv1.CustomResourceDefinition
 	if p.opts.olm {
-		olmCRDs, err := olm.CRDs()
-		if err != nil {
+		if seeded, err = olm.CRDs(); err != nil {
 			return err
 		}
-		crds = append(crds, olmCRDs...)
-		seeded = olmCRDs
 	}
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
 		err := p.step(fmt.Sprintf("etcd + kube-apiserver %s (attempt %d)", toolchain.KubeVersion, attempt), func() error {
-			return p.tryControlPlane(assets, crds, seeded, attempt)
+			return p.tryControlPlane(assets, seeded, attempt)
 		})
 		if err == nil {
 			return nil
@@ -166,7 +162,7 @@ func (p *Provider) startControlPlane(ctx context.Context) error {
 	return lastErr
 }
 
-func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv1.CustomResourceDefinition, attempt int) error {
+func (p *Provider) tryControlPlane(assets string, seeded []*apiextensionsv1.CustomResourceDefinition, attempt int) error {
 	dir := filepath.Join(p.workDir, fmt.Sprintf("controlplane-%d", attempt))
 	logs := filepath.Join(p.workDir, "logs")
 	for _, d := range []string{logs, filepath.Join(dir, "etcd"), filepath.Join(dir, "apiserver")} {
@@ -175,15 +171,13 @@ func (p *Provider) tryControlPlane(assets string, crds, seeded []*apiextensionsv
 		}
 	}
 	// The last attempt starts from an empty data dir, in case the seed is what keeps etcd or the API
-	// server from starting. A seed holds its CRDs as envtest installs them, so those are not installed
-	// again, only waited for: envtest would read each and write it back unchanged (OLM's eight: ≈ 0.55 s
-	// of CPU a start, the API server validating the large CSV schema). A CRD of the caller's (WithCRDs)
-	// is installed even where it has a seeded one's name, as before.
+	// server from starting. A seed holds its CRDs as envtest installs them, so those are installed
+	// only without it, and otherwise waited for: envtest would read each and write it back unchanged
+	// (OLM's eight: ≈ 0.55 s of CPU a start, the API server validating the large CSV schema).
 	fromSeed := attempt < 3 && seedInto(filepath.Join(dir, "etcd"), p.workDir, assets, seeded, p.opts.log)
-	if fromSeed {
-		crds = slices.DeleteFunc(slices.Clone(crds), func(crd *apiextensionsv1.CustomResourceDefinition) bool {
-			return slices.Contains(seeded, crd)
-		})
+	crds := p.opts.crds
+	if !fromSeed {
+		crds = append(slices.Clone(crds), seeded...) // not into the options' array: each attempt starts over
 	}
 	apiLog, err := os.Create(filepath.Join(logs, "kube-apiserver.log"))
 	if err != nil {
