@@ -124,7 +124,8 @@ rm -f "$ARTIFACTS/.times"
 # What the CPU alone takes of the cores, and where the rest of them went: a run as long as the first
 # is as short as these cores allow for this much work, so only less CPU makes it shorter — unless
 # other processes (another run beside it) took the rest.
-cores=$(nproc) spare=$((SECONDS * $(nproc) - cpu)) idle_after=$(idle_ticks)
+cores=$(nproc) idle_after=$(idle_ticks)
+spare=$((SECONDS * cores - cpu))
 [ "$spare" -ge 0 ] || spare=0 # the CPU is rounded
 if [ -n "$idle_before" ] && [ -n "$idle_after" ]; then
   idle=$(((idle_after - idle_before) / $(getconf CLK_TCK)))
