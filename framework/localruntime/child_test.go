@@ -15,24 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 )
 
 const childImage = "test.local/childoperator:v1"
-
-// The child-process tests run the same binary in their own namespaces (child-a, child-b; crash), so
-// they share one control plane: a start costs ≈ 2 s of CPU, and make test is CPU-bound.
-func TestBinary(t *testing.T) {
-	t.Setenv("CLEANUP_E2E_LEAK_CHECK", "the test process's env")                                  // must not reach the operator
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
-	defer cancel()
-	reg := localruntime.NewRegistry().RegisterBinary(childImage,
-		localruntime.Binary{Package: "./testdata/childoperator", Dir: "."})
-	prov, c := envtest.ForTest(ctx, t, envtest.WithName("child"), envtest.WithoutOLM(), envtest.WithRegistry(reg))
-	t.Run("runs unchanged as a child process", func(t *testing.T) { testRunsUnchangedAsAChildProcess(ctx, t, prov, c) })
-	t.Run("failures name the cause", func(t *testing.T) { testFailuresNameTheCause(ctx, t, c) })
-}
 
 // A scaffold-style main runs unchanged as a child process: in-cluster config from the projected
 // ServiceAccount token, leader election finding its namespace in the mounted file, its volumes where

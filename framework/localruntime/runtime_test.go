@@ -76,13 +76,25 @@ func errString(err error) string {
 	return err.Error()
 }
 
-func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
+// The runtime's tests share one control plane (a start costs ≈ 3 s of CPU with its etcd and
+// kube-controller-manager, and make test is CPU-bound): they touch disjoint namespaces, rt for the
+// in-process operators, child-a, child-b and crash for the binary run as a child process.
+func TestRuntime(t *testing.T) {
+	t.Setenv("CLEANUP_E2E_LEAK_CHECK", "the test process's env")                                  // must not reach a child operator
 	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
 	defer cancel()
 	p, g := &probe{}, &gated{ready: make(chan struct{})}
 	reg := localruntime.NewRegistry(map[string]localruntime.Entrypoint{"test.local/probe:v1": p.main, "test.local/probe:v2": p.main,
-		"test.local/gated:v1": g.main})
+		"test.local/gated:v1": g.main}).RegisterBinary(childImage, localruntime.Binary{Package: "./testdata/childoperator", Dir: "."})
 	prov, c := envtest.ForTest(ctx, t, envtest.WithName("runtime"), envtest.WithoutOLM(), envtest.WithRegistry(reg))
+	t.Run("runs, stops and rolls deployments", func(t *testing.T) { testRunsStopsAndRollsDeployments(ctx, t, prov, c, p, g) })
+	t.Run("runs a binary unchanged as a child process", func(t *testing.T) { testRunsUnchangedAsAChildProcess(ctx, t, prov, c) })
+	t.Run("a child's failures name the cause", func(t *testing.T) { testFailuresNameTheCause(ctx, t, c) })
+}
+
+// In-process operators run as their Deployments say: env, args, identity, image rolls, scale to zero,
+// unregistered images, deletion, a missing ConfigMap, a readiness probe.
+func testRunsStopsAndRollsDeployments(ctx context.Context, t *testing.T, prov *envtest.Provider, c client.Client, p *probe, g *gated) {
 	ns := "rt"
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}))
@@ -145,8 +157,10 @@ func TestRuntimeRunsStopsAndRollsDeployments(t *testing.T) {
 	waitFor(t, "the operator to run again", func() bool { return p.running.Load() == 1 })
 	must(t, c.Delete(ctx, dep))
 	waitFor(t, "the operator to stop on delete", func() bool { return p.running.Load() == 0 })
-	if len(prov.Runtime().Running()) != 0 {
-		t.Errorf("runtime still reports %v running", prov.Runtime().Running())
+	for _, k := range prov.Runtime().Running() {
+		if k.Namespace == ns { // the child-process tests' operators run in their own namespaces
+			t.Errorf("runtime still reports %v running", k)
+		}
 	}
 
 	// A Deployment whose ConfigMap is created only after it waits, then starts once the ConfigMap is

@@ -43,19 +43,29 @@ func TestOLMAbsentIsAClearError(t *testing.T) {
 	}
 }
 
+// The stack's tests on a cluster share one control plane (a start with OLM costs ≈ 3 s of CPU, and
+// make test is CPU-bound). They run in turn and touch disjoint names: the operand-cleanup controller
+// and the ClusterOperator CRD first, then the Teardown tests' groups uid.test, example.test and
+// other.test and their own namespaces.
+func TestOnACluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
+	defer cancel()
+	registry := localruntime.NewRegistry(map[string]localruntime.Entrypoint{operandcleanupconfig.Image: operandcleanup.Main})
+	_, c := envtest.ForTest(ctx, t, envtest.WithName("stack-test"), envtest.WithRegistry(registry))
+	t.Run("installs only what is missing and removes only that", func(t *testing.T) { testInstallsOnlyWhatIsMissingAndRemovesOnlyThat(ctx, t, c) })
+	t.Run("Teardown leaves a recreated object", func(t *testing.T) { testTeardownLeavesARecreatedObject(ctx, t, c) })
+	t.Run("Teardown removes only the run's footprint", func(t *testing.T) { testRemovesOnlyTheRunsFootprint(ctx, t, c) })
+}
+
 // Against a cluster that has OLM and the operand-cleanup controller's Namespace (made by someone
 // else) but not the controller: the stack detects OLM and installs only the missing pieces (and,
 // asked to, the ClusterOperator CRD); a second stack (another run, or Ginkgo process 2) reuses the
 // controller and creates nothing; Teardown removes exactly what the first one created.
-func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
-	defer cancel()
+func testInstallsOnlyWhatIsMissingAndRemovesOnlyThat(ctx context.Context, t *testing.T, c client.Client) {
 	coCRD, err := crdconfig.ClusterOperator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry := localruntime.NewRegistry(map[string]localruntime.Entrypoint{operandcleanupconfig.Image: operandcleanup.Main})
-	_, c := envtest.ForTest(ctx, t, envtest.WithName("stack-test"), envtest.WithRegistry(registry))
 	theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operandcleanupconfig.Namespace, Labels: map[string]string{"owner": "someone-else"}}}
 	if err := c.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
@@ -158,17 +168,6 @@ func TestInstallsOnlyWhatIsMissingAndRemovesOnlyThat(t *testing.T) {
 	if ok, err := olm.Reconciling(ctx, c); !ok || err != nil {
 		t.Errorf("OLM (not the run's) no longer reconciles after Teardown: %v %v", ok, err)
 	}
-}
-
-// The Teardown tests need a control plane without OLM and touch disjoint names (groups uid.test,
-// example.test and other.test; their own namespaces), so they share one: a start costs ≈ 2 s of CPU,
-// and make test is CPU-bound.
-func TestTeardown(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)) // it starts a provider: a backstop above its start's own timeouts
-	defer cancel()
-	_, c := envtest.ForTest(ctx, t, envtest.WithName("stack-teardown"), envtest.WithoutOLM())
-	t.Run("leaves a recreated object", func(t *testing.T) { testTeardownLeavesARecreatedObject(ctx, t, c) })
-	t.Run("removes only the run's footprint", func(t *testing.T) { testRemovesOnlyTheRunsFootprint(ctx, t, c) })
 }
 
 // An object the stack created, deleted and recreated by someone else before Teardown, is theirs:

@@ -21,7 +21,8 @@ import (
 
 // Teardown deletes what the specs left (the footprint) first, then what the stack created, and only
 // then waits: a namespace takes ≥ 5 s to go on a real cluster, so a wait between the two cost a run
-// that owns both one namespace deletion more (TestTeardown checks the same removals on a control plane).
+// that owns both one namespace deletion more (TestOnACluster's Teardown subtests check the same
+// removals on a control plane).
 func TestTeardownDeletesEverythingBeforeItWaits(t *testing.T) {
 	stackNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "operand-cleanup", UID: "stack-ns"}}
 	recordsNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "records", UID: "records-ns"}}
