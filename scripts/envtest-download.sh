@@ -20,10 +20,11 @@ fi
 
 tool=$BIN_DIR/setup-envtest-$SETUP_ENVTEST_VERSION
 if [ ! -x "$tool" ]; then
-  gobin=$BIN_DIR/.setup-envtest-build
-  GOBIN=$gobin go install "sigs.k8s.io/controller-runtime/tools/setup-envtest@$SETUP_ENVTEST_VERSION" \
+  # A copy out of go run's cache of executables: linked once per Go build cache, not once per
+  # $CACHE_DIR as `go install` into it would (the download tests give each run a cache of its own).
+  go run -exec cp "sigs.k8s.io/controller-runtime/tools/setup-envtest@$SETUP_ENVTEST_VERSION" "$tool.$$" \
     || die "could not build setup-envtest $SETUP_ENVTEST_VERSION from the Go module proxy"
-  mv -f "$gobin/setup-envtest" "$tool" && rm -rf "$gobin"
+  mv -f "$tool.$$" "$tool"
 fi
 
 args=(use "${KUBE_VERSION#v}" --bin-dir "$CACHE_DIR/setup-envtest" -p path)
