@@ -90,17 +90,27 @@ else
       GINKGO_SUITE_PROCS+=,pkg/operandcleanup:TestOperandCleanup=2
     fi
   fi
-  # TEST_FOREGROUND=pkg/operandcleanup,e2e/cleanup,framework/specs keeps the packages that mostly wait
-  # (≈ 85, 65 and 70 s alone, 125-140 s among the rest) at the normal CPU priority and runs every other
-  # test binary under nice 5. Measured 2026-11-26, interleaved: 119-125 s (nice 10) and 129-134 s
-  # (nice 5, a slower phase of the VM) against 135 and 156 s at one priority. Off by default: a niced
-  # package's control plane is starved while the run starts everything at once (an API server took
-  # 31 s to start, and a CRD's finalization outlasted a 2 min wait: framework/stack failed a make test).
-  foreground=${TEST_FOREGROUND-}
+  # TEST_FOREGROUND names the packages that keep the normal CPU priority; every other test binary of
+  # the main run (and all it starts) runs under nice 5, the examples at the normal one. On ≤ 2 CPUs,
+  # where the run is CPU-bound, the two longest suites, which mostly wait (alone ≈ 83 and 65 s, 125-140 s
+  # among the rest), stay in front: their control planes, controllers, operators and polls cost CPU
+  # for every second they live, so shortening them shortens the run and takes less CPU. Interleaved
+  # on 2026-11-29 (docs/performance.md, twenty-fourth round): 122, 129, 123, 132 s with 219-236 s of
+  # CPU against 141, 130, 136, 123 s with 216-260 s at one priority (e2e/cleanup 43-50 s of CPU
+  # against 47-53 s). Naming framework/specs too made framework/cluster/envtest, niced, the longest
+  # package (2026-11-29, 164 against 143 s). A niced package's control plane once starved while the run
+  # started everything at once (2026-11-26: an API server took 31 s to start, and a CRD's finalization
+  # outlasted a 2 min wait); starts now take slots by priority and a wait for a CRD to go asks its
+  # finalizer to retry. TEST_FOREGROUND= (empty) runs everything at one priority.
+  if [ -z "${TEST_FOREGROUND+set}" ]; then
+    TEST_FOREGROUND=
+    if [ "$(nproc)" -le 2 ]; then TEST_FOREGROUND=pkg/operandcleanup,e2e/cleanup; fi
+  fi
+  foreground=$TEST_FOREGROUND
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
     -spans "$ARTIFACTS/testbin.json" -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -gomaxprocs "$TEST_GOMAXPROCS" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 fi
-step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $TEST_PARALLEL)" "${gotestsum[@]}" \
+step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $TEST_PARALLEL${foreground:+; under nice 5 but $foreground})" "${gotestsum[@]}" \
   --junitfile "$ARTIFACTS/junit-unit.xml" "${tests[@]}" || rc=1
 [ ! -s "$ARTIFACTS/testbin.txt" ] || cat "$ARTIFACTS/testbin.txt"
 touch "$linked" # when testbin stopped before linking everything, the examples still run
