@@ -88,7 +88,7 @@ type auditEvent struct {
 	Verb      string `json:"verb"`
 	Stage     string `json:"stage"`
 	User      struct{ Username string }
-	ObjectRef struct{ Resource, Name string } `json:"objectRef"`
+	ObjectRef struct{ Resource string } `json:"objectRef"`
 }
 
 // countRequests counts the completed requests of an audit log that match.
