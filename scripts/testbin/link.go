@@ -34,6 +34,8 @@ type testPackage struct {
 	niced bool
 	// env of its tests' processes (nil: testbin's own; -gomaxprocs).
 	env []string
+	// parallel is its binary's -test.parallel when -gomaxprocs lowered GOMAXPROCS (0: testing's default).
+	parallel int
 }
 
 // testPackages lists the packages of patterns that have tests, with the key of their test binary: a

@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -101,7 +102,7 @@ func main() {
 	if err := niceAllBut(pkgs, *foreground); err != nil {
 		fatal(err)
 	}
-	withGOMAXPROCS(pkgs, *gomaxprocs)
+	withGOMAXPROCS(pkgs, *gomaxprocs, runtime.GOMAXPROCS(0))
 	held, err := runDir(*cache)
 	if err != nil {
 		fatal(err)
@@ -285,8 +286,11 @@ var test2json string
 // args added, and says how much CPU it took (cpuOf). Unless final, the package's own pass or fail is
 // left out: more of its tests follow.
 func runBinary(p testPackage, timeout time.Duration, out *lineWriter, final bool, args ...string) (time.Duration, error) {
-	cmd := p.command(test2json, append([]string{"-t", "-p", p.path, p.binary,
-		"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout=" + timeout.String()}, args...)...)
+	flags := []string{"-test.v=test2json", "-test.count=1", "-test.paniconexit0", "-test.timeout=" + timeout.String()}
+	if p.parallel > 0 {
+		flags = append(flags, "-test.parallel="+strconv.Itoa(p.parallel))
+	}
+	cmd := p.command(test2json, append(append([]string{"-t", "-p", p.path, p.binary}, flags...), args...)...)
 	cmd.Dir = p.dir
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -374,14 +378,19 @@ func (p testPackage) command(name string, args ...string) *exec.Cmd {
 }
 
 // withGOMAXPROCS gives every package's tests, and all they start, GOMAXPROCS=n (n > 0), unless the
-// caller set GOMAXPROCS: make test sets 1 on a machine of ≤ 2 CPUs (scripts/test.sh says why).
-func withGOMAXPROCS(pkgs []testPackage, n int) {
+// caller set GOMAXPROCS: make test sets 1 on a machine of ≤ 2 CPUs (scripts/test.sh says why). Their
+// -test.parallel is then set to parallel, which main makes what go test would give (testbin's own
+// GOMAXPROCS): testing's default follows GOMAXPROCS, and at 1 a package's t.Parallel tests ran one at a
+// time (framework/cluster/envtest's four, each waiting on its own control plane, made it the run's
+// longest package: 119 s, 2026-11-29).
+func withGOMAXPROCS(pkgs []testPackage, n, parallel int) {
 	if n <= 0 || os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
 	env := append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(n))
 	for i := range pkgs {
 		pkgs[i].env = env
+		pkgs[i].parallel = parallel
 	}
 }
 

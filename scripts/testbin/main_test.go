@@ -486,21 +486,49 @@ func TestGOMAXPROCSReachesTheTestsProcessesUnlessTheCallerSetIt(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "")
 	os.Unsetenv("GOMAXPROCS") // t.Setenv restores the caller's value afterwards
 	pkgs := []testPackage{{path: "m/a"}, {path: "m/b", niced: true}}
-	withGOMAXPROCS(pkgs, 1)
+	withGOMAXPROCS(pkgs, 1, 2)
 	for _, p := range pkgs {
 		if got := seen(p); got != "1" {
 			t.Errorf("%s (niced %t): its processes see GOMAXPROCS=%s, want 1", p.path, p.niced, got)
 		}
 	}
 	unset := []testPackage{{path: "m/a"}}
-	withGOMAXPROCS(unset, 0)
+	withGOMAXPROCS(unset, 0, 2)
 	if got := seen(unset[0]); got != "unset" {
 		t.Errorf("-gomaxprocs 0: the processes see GOMAXPROCS=%s, want it unset as in testbin's environment", got)
 	}
 	t.Setenv("GOMAXPROCS", "3")
 	callers := []testPackage{{path: "m/a"}}
-	withGOMAXPROCS(callers, 1)
+	withGOMAXPROCS(callers, 1, 2)
 	if got := seen(callers[0]); got != "3" {
 		t.Errorf("the caller's GOMAXPROCS=3: the processes see %s, want the caller's", got)
+	}
+}
+
+// Under -gomaxprocs 1 a package's t.Parallel tests still run side by side, as go test runs them: the
+// fixture's two tests each wait for the other to start, and fail when it does not.
+func TestParallelTestsStillRunSideBySideUnderGOMAXPROCS1(t *testing.T) {
+	pkgs, err := testPackages([]string{"./testdata/pairedtests"})
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("testPackages: %v, %v", pkgs, err)
+	}
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS") // t.Setenv restores the caller's value afterwards
+	withGOMAXPROCS(pkgs, 1, 2)
+	p, cache := pkgs[0], t.TempDir()
+	p.binary = filepath.Join(cache, "paired.test")
+	if msg, err := exec.Command("go", "test", "-c", "-o", p.binary, "./testdata/pairedtests").CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, msg)
+	}
+	if test2json == "" {
+		path, err := exec.Command("go", "tool", "-n", "test2json").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		test2json = strings.TrimSpace(string(path))
+	}
+	var buf bytes.Buffer
+	if _, err := runBinary(p, time.Minute, &lineWriter{w: &buf}, true); err != nil {
+		t.Errorf("the fixture's parallel tests ran one at a time under GOMAXPROCS=1 (%v):\n%s", err, buf.String())
 	}
 }
