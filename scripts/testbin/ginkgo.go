@@ -73,13 +73,16 @@ func namesAPackage(pkgs []testPackage, suffix string) bool {
 	return slices.ContainsFunc(pkgs, func(p testPackage) bool { return matches(p.path, suffix) })
 }
 
+// ginkgoPackage is the package a Ginkgo suite imports (its flags, its RunSpecs).
+const ginkgoPackage = "github.com/onsi/ginkgo/v2"
+
 // ginkgoCLI is the Ginkgo CLI of the module's Ginkgo version in dir, made once per run (a copy from go
 // run's cache of executables when it is there already, not a link).
 func ginkgoCLI(dir string) (string, error) {
 	ginkgoOnce.Do(func() {
 		dst := filepath.Join(dir, "ginkgo")
 		tmp := ownName(dst, "tmp") // runs sharing the cache never see a partial copy (share.go)
-		msg, err := exec.Command("go", "run", "-exec", "cp", "github.com/onsi/ginkgo/v2/ginkgo", tmp).CombinedOutput()
+		msg, err := exec.Command("go", "run", "-exec", "cp", ginkgoPackage+"/ginkgo", tmp).CombinedOutput()
 		if err == nil {
 			err = os.Rename(tmp, dst)
 		}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,8 @@ type testPackage struct {
 	env []string
 	// parallel is its binary's -test.parallel when -gomaxprocs lowered GOMAXPROCS (0: testing's default).
 	parallel int
+	// ginkgo: its binary links Ginkgo, which fails a suite given -test.parallel (ginkgo -p is its way).
+	ginkgo bool
 }
 
 // testPackages lists the packages of patterns that have tests, with the key of their test binary: a
@@ -77,7 +80,8 @@ func testPackages(patterns []string) ([]testPackage, error) {
 			fmt.Fprintf(h, "%s %s\n", d, ids[d])
 		}
 		path := strings.TrimSuffix(m, ".test")
-		out = append(out, testPackage{path: path, dir: dirs[path], key: hex.EncodeToString(h.Sum(nil))[:keyLen]})
+		out = append(out, testPackage{path: path, dir: dirs[path], key: hex.EncodeToString(h.Sum(nil))[:keyLen],
+			ginkgo: slices.Contains(deps[m], ginkgoPackage)})
 	}
 	return out, nil
 }

@@ -382,7 +382,7 @@ func (p testPackage) command(name string, args ...string) *exec.Cmd {
 // -test.parallel is then set to parallel, which main makes what go test would give (testbin's own
 // GOMAXPROCS): testing's default follows GOMAXPROCS, and at 1 a package's t.Parallel tests ran one at a
 // time (framework/cluster/envtest's four, each waiting on its own control plane, made it the run's
-// longest package: 119 s, 2026-11-29).
+// longest package: 119 s, 2026-11-29). Not to a binary that links Ginkgo: a suite fails on the flag.
 func withGOMAXPROCS(pkgs []testPackage, n, parallel int) {
 	if n <= 0 || os.Getenv("GOMAXPROCS") != "" {
 		return
@@ -390,7 +390,9 @@ func withGOMAXPROCS(pkgs []testPackage, n, parallel int) {
 	env := append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(n))
 	for i := range pkgs {
 		pkgs[i].env = env
-		pkgs[i].parallel = parallel
+		if !pkgs[i].ginkgo {
+			pkgs[i].parallel = parallel
+		}
 	}
 }
 

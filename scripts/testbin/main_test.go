@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -506,15 +507,20 @@ func TestGOMAXPROCSReachesTheTestsProcessesUnlessTheCallerSetIt(t *testing.T) {
 }
 
 // Under -gomaxprocs 1 a package's t.Parallel tests still run side by side, as go test runs them: the
-// fixture's two tests each wait for the other to start, and fail when it does not.
+// fixture's two tests each wait for the other to start, and fail when it does not. A Ginkgo suite is
+// not given the flag.
 func TestParallelTestsStillRunSideBySideUnderGOMAXPROCS1(t *testing.T) {
-	pkgs, err := testPackages([]string{"./testdata/pairedtests"})
-	if err != nil || len(pkgs) != 1 {
+	pkgs, err := testPackages([]string{"./testdata/pairedtests", "./testdata/ginkgosuite"})
+	if err != nil || len(pkgs) != 2 {
 		t.Fatalf("testPackages: %v, %v", pkgs, err)
 	}
+	slices.SortFunc(pkgs, func(a, b testPackage) int { return strings.Compare(b.path, a.path) }) // paired first
 	t.Setenv("GOMAXPROCS", "")
 	os.Unsetenv("GOMAXPROCS") // t.Setenv restores the caller's value afterwards
 	withGOMAXPROCS(pkgs, 1, 2)
+	if suite := pkgs[1]; !suite.ginkgo || suite.parallel != 0 {
+		t.Errorf("%s links Ginkgo (seen: %t), which fails a suite given -test.parallel; it is given %d", suite.path, suite.ginkgo, suite.parallel)
+	}
 	p, cache := pkgs[0], t.TempDir()
 	p.binary = filepath.Join(cache, "paired.test")
 	if msg, err := exec.Command("go", "test", "-c", "-o", p.binary, "./testdata/pairedtests").CombinedOutput(); err != nil {
