@@ -100,13 +100,18 @@ func link(cache, held string, pkgs []testPackage, out *lineWriter, ready *queue)
 		ok      atomic.Bool
 	)
 	ok.Store(true)
+	var kept []testPackage
 	for _, p := range pkgs {
 		p.binary = filepath.Join(cache, binaryName(p.path, p.key))
 		if keep(&p, held) {
-			ready.push(p)
+			kept = append(kept, p)
 			continue
 		}
 		missing = append(missing, p)
+		ready.expect(p.path) // before any push: a runner then awaits a longer one being linked
+	}
+	for _, p := range kept {
+		ready.push(p)
 	}
 	for _, p := range missing {
 		slots <- struct{}{}
@@ -126,6 +131,7 @@ func link(cache, held string, pkgs []testPackage, out *lineWriter, ready *queue)
 				out.event(event{Action: "output", Package: p.path, Output: fmt.Sprintf("building the test binary failed: %v\n%s", err, msg)})
 				out.event(event{Action: "fail", Package: p.path})
 				ok.Store(false)
+				ready.forget(p.path)
 				return
 			}
 			// Only the newest binary of a package is kept (exactly keyLen characters of key, so that

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,22 +117,7 @@ func TestKeptBinariesLeaveOutDebugInfoAndStillNameTheFailingLine(t *testing.T) {
 // the package's other tests with their own results, the suite's test function passing or failing with
 // its specs, the package once, at the end.
 func TestGinkgoSuiteRunsOnItsProcessesAndIsReportedLikeAPlainRun(t *testing.T) {
-	pkgs, err := testPackages([]string{"./testdata/ginkgosuite"})
-	if err != nil || len(pkgs) != 1 {
-		t.Fatalf("testPackages: %v, %v", pkgs, err)
-	}
-	p, cache := pkgs[0], t.TempDir()
-	p.binary = filepath.Join(cache, "suite.test")
-	if msg, err := exec.Command("go", "test", "-c", "-o", p.binary, "./testdata/ginkgosuite").CombinedOutput(); err != nil {
-		t.Fatalf("go test -c: %v\n%s", err, msg)
-	}
-	if test2json == "" {
-		path, err := exec.Command("go", "tool", "-n", "test2json").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		test2json = strings.TrimSpace(string(path))
-	}
+	p, cache := fixtureBinary(t, "./testdata/ginkgosuite"), t.TempDir()
 	run := func(failing string) (map[string]string, string, error) {
 		marks := t.TempDir()
 		t.Setenv("TESTBIN_FIXTURE_DIR", marks)
@@ -510,31 +494,72 @@ func TestGOMAXPROCSReachesTheTestsProcessesUnlessTheCallerSetIt(t *testing.T) {
 // fixture's two tests each wait for the other to start, and fail when it does not. A Ginkgo suite is
 // not given the flag.
 func TestParallelTestsStillRunSideBySideUnderGOMAXPROCS1(t *testing.T) {
-	pkgs, err := testPackages([]string{"./testdata/pairedtests", "./testdata/ginkgosuite"})
-	if err != nil || len(pkgs) != 2 {
-		t.Fatalf("testPackages: %v, %v", pkgs, err)
+	suites, err := testPackages([]string{"./testdata/ginkgosuite"})
+	if err != nil || len(suites) != 1 {
+		t.Fatalf("testPackages: %v, %v", suites, err)
 	}
-	slices.SortFunc(pkgs, func(a, b testPackage) int { return strings.Compare(b.path, a.path) }) // paired first
+	pkgs := []testPackage{fixtureBinary(t, "./testdata/pairedtests"), suites[0]}
 	t.Setenv("GOMAXPROCS", "")
 	os.Unsetenv("GOMAXPROCS") // t.Setenv restores the caller's value afterwards
 	withGOMAXPROCS(pkgs, 1, 2)
 	if suite := pkgs[1]; !suite.ginkgo || suite.parallel != 0 {
 		t.Errorf("%s links Ginkgo (seen: %t), which fails a suite given -test.parallel; it is given %d", suite.path, suite.ginkgo, suite.parallel)
 	}
-	p, cache := pkgs[0], t.TempDir()
-	p.binary = filepath.Join(cache, "paired.test")
-	if msg, err := exec.Command("go", "test", "-c", "-o", p.binary, "./testdata/pairedtests").CombinedOutput(); err != nil {
-		t.Fatalf("go test -c: %v\n%s", err, msg)
-	}
-	if test2json == "" {
-		path, err := exec.Command("go", "tool", "-n", "test2json").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		test2json = strings.TrimSpace(string(path))
-	}
 	var buf bytes.Buffer
-	if _, err := runBinary(p, time.Minute, &lineWriter{w: &buf}, true); err != nil {
+	if _, err := runBinary(pkgs[0], time.Minute, &lineWriter{w: &buf}, true); err != nil {
 		t.Errorf("the fixture's parallel tests ran one at a time under GOMAXPROCS=1 (%v):\n%s", err, buf.String())
 	}
+}
+
+// A package that fails keeps the length of its last passing run in the history: a failure's seconds
+// say nothing of how long it runs, and the next run would start it last.
+func TestAFailedPackageKeepsItsLengthFromTheLastPass(t *testing.T) {
+	p, cache := fixtureBinary(t, "./testdata/failsatline"), t.TempDir()
+	for _, last := range []history{{p.path: {Seconds: 100, CPU: 50}}, {}} {
+		h := maps.Clone(last)
+		q := newQueue(h)
+		q.push(p)
+		q.close()
+		var buf bytes.Buffer
+		if failed, _ := run(q, cache, 1, time.Minute, nil, &lineWriter{w: &buf}, h); !failed {
+			t.Fatalf("the fixture's test should fail:\n%s", buf.String())
+		}
+		m, known := h[p.path]
+		if _, before := last[p.path]; before && m != last[p.path] {
+			t.Errorf("after a failed run the history says %+v, want the last pass's %+v", m, last[p.path])
+		}
+		if !known || m.Seconds <= 0 {
+			t.Errorf("a package never measured before has %+v (known %t) after a failed run, want its run's measurement", m, known)
+		}
+	}
+}
+
+// fixtureBinary lists the fixture package in dir and links its test binary into a temp dir, for
+// runBinary (test2json found).
+func fixtureBinary(t *testing.T, dir string) testPackage {
+	t.Helper()
+	pkgs, err := testPackages([]string{dir})
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("testPackages(%s): %v, %v", dir, pkgs, err)
+	}
+	p := pkgs[0]
+	p.binary = filepath.Join(t.TempDir(), filepath.Base(dir)+".test")
+	if msg, err := exec.Command("go", "test", "-c", "-o", p.binary, dir).CombinedOutput(); err != nil {
+		t.Fatalf("go test -c %s: %v\n%s", dir, err, msg)
+	}
+	findTest2json(t)
+	return p
+}
+
+// findTest2json sets test2json (main finds it once per run) for a test that runs binaries through it.
+func findTest2json(t *testing.T) {
+	t.Helper()
+	if test2json != "" {
+		return
+	}
+	path, err := exec.Command("go", "tool", "-n", "test2json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	test2json = strings.TrimSpace(string(path))
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -16,24 +17,55 @@ import (
 // (popWaiting): in order of length they started last and ended the run alone — framework/toolchain's
 // 10 s, of which 9 s a fake start running out of its time, began at 140 s of a warm run and ended it
 // at 150 s (2026-11-28), using 0.2 s of CPU.
+//
+// A package being linked that is longer than every ready one is awaited by a runner (at most
+// awaitable of them) instead of being taken by the first runner free after it is linked: after a
+// change to framework/cluster/envtest, its link took 9 s, the six runners had taken the kept packages
+// meanwhile, and it started at 79 s and ended the run at 151 s instead of ≈ 125 s (2026-11-29).
 type queue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	items  []testPackage
 	closed bool
 	h      history
+	// linking: the packages whose binaries are being linked (expect), until pushed or forgotten.
+	linking map[string]bool
+	// awaited: the packages being linked that a runner waits for.
+	awaited map[string]bool
 }
+
+// awaitable is how many runners may wait for links at once: link links two at a time, longest first,
+// so those two are the ones in progress; a third would idle while kept binaries wait.
+const awaitable = 2
 
 // newQueue orders by a copy of h: the runners record this run's measurements in h meanwhile.
 func newQueue(h history) *queue {
-	q := &queue{h: maps.Clone(h)}
+	q := &queue{h: maps.Clone(h), linking: map[string]bool{}, awaited: map[string]bool{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
+}
+
+// expect says these packages are being linked: each is pushed once linked, or forgotten.
+func (q *queue) expect(paths ...string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, p := range paths {
+		q.linking[p] = true
+	}
+}
+
+// forget says a package's link failed: it never comes, and whoever awaited it takes another.
+func (q *queue) forget(path string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.linking, path)
+	q.cond.Broadcast()
 }
 
 func (q *queue) push(p testPackage) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	delete(q.linking, p.path)
 	q.items = append(q.items, p)
 	q.cond.Broadcast() // both kinds of runner wait on cond; only one kind may take p
 }
@@ -47,33 +79,83 @@ func (q *queue) close() {
 }
 
 // pop waits for a package and takes the longest; false once closed and empty.
-func (q *queue) pop() (testPackage, bool) { return q.take(func(testPackage) bool { return true }) }
+func (q *queue) pop() (testPackage, bool) { return q.take(func(string) bool { return true }) }
 
 // popWaiting is pop for the runners of the packages that mostly wait: it takes only those.
-func (q *queue) popWaiting() (testPackage, bool) {
-	return q.take(func(p testPackage) bool { return q.h.waits(p.path) })
-}
+func (q *queue) popWaiting() (testPackage, bool) { return q.take(q.h.waits) }
 
-func (q *queue) take(fits func(testPackage) bool) (testPackage, bool) {
+func (q *queue) take(fits func(path string) bool) (testPackage, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for {
-		longest := -1
-		for i, p := range q.items {
-			if fits(p) && (longest < 0 || q.h.of(p.path) > q.h.of(q.items[longest].path)) {
-				longest = i
-			}
+		i, linking := q.longest(fits)
+		if i >= 0 {
+			return q.remove(i), true
 		}
-		if longest >= 0 {
-			p := q.items[longest]
-			q.items = append(q.items[:longest], q.items[longest+1:]...)
-			return p, true
+		if linking != "" {
+			if p, ok := q.await(linking); ok {
+				return p, true
+			}
+			continue // its link failed
 		}
 		if q.closed {
 			return testPackage{}, false
 		}
 		q.cond.Wait()
 	}
+}
+
+// longest is the index in items of the longest package that fits and that no runner awaits, or -1 and
+// the path of a package being linked that is longer still, when a runner may await one.
+func (q *queue) longest(fits func(string) bool) (int, string) {
+	best, linking := -1, ""
+	longer := func(path string) bool {
+		switch {
+		case linking != "":
+			return q.h.of(path) > q.h.of(linking)
+		case best >= 0:
+			return q.h.of(path) > q.h.of(q.items[best].path)
+		}
+		return true
+	}
+	for i, p := range q.items {
+		if fits(p.path) && !q.awaited[p.path] && longer(p.path) {
+			best = i
+		}
+	}
+	if len(q.awaited) < awaitable {
+		for path := range q.linking {
+			if fits(path) && !q.awaited[path] && longer(path) {
+				best, linking = -1, path
+			}
+		}
+	}
+	return best, linking
+}
+
+// await holds the calling runner until the package being linked at path is ready (true) or its link
+// failed (false).
+func (q *queue) await(path string) (testPackage, bool) {
+	q.awaited[path] = true
+	defer func() {
+		delete(q.awaited, path)
+		q.cond.Broadcast() // a runner held back by awaitable may await another now
+	}()
+	for {
+		if i := slices.IndexFunc(q.items, func(p testPackage) bool { return p.path == path }); i >= 0 {
+			return q.remove(i), true
+		}
+		if !q.linking[path] {
+			return testPackage{}, false
+		}
+		q.cond.Wait()
+	}
+}
+
+func (q *queue) remove(i int) testPackage {
+	p := q.items[i]
+	q.items = slices.Delete(q.items, i, i+1)
+	return p
 }
 
 // history is what the previous run measured of each package.

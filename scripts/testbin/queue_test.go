@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A package whose binary is ready later (linked again after a change) still runs before the shorter
@@ -70,6 +72,72 @@ func TestPackagesThatMostlyWaitHaveRunnersOfTheirOwn(t *testing.T) {
 	}
 	if p, ok := q.popWaiting(); ok {
 		t.Errorf("popWaiting on a closed, empty queue took %q", p.path)
+	}
+}
+
+// A package being linked that is longer than every ready one is awaited by one runner while the others
+// take the ready ones; a failed link lets its runner take another; at most awaitable runners wait.
+func TestARunnerAwaitsALongerPackageBeingLinked(t *testing.T) {
+	h := history{"long": {Seconds: 120, CPU: 50}, "longer": {Seconds: 130, CPU: 50}, "longest": {Seconds: 140, CPU: 50},
+		"mid": {Seconds: 50, CPU: 40}, "short": {Seconds: 1, CPU: 1}}
+	q := newQueue(h)
+	q.expect("long")
+	q.push(testPackage{path: "mid"})
+	q.push(testPackage{path: "short"})
+	first := popAsync(q.pop)
+	waitFor(t, func() bool { return awaiting(q) == 1 }, "a runner to await long")
+	if p, _ := q.pop(); p.path != "mid" {
+		t.Fatalf("a second runner took %q, want mid (long is awaited)", p.path)
+	}
+	select {
+	case got := <-first:
+		t.Fatalf("the runner awaiting long took %q before long was linked", got)
+	default:
+	}
+	q.push(testPackage{path: "long"})
+	if got := <-first; got != "long" {
+		t.Fatalf("the awaiting runner took %q, want long", got)
+	}
+
+	q.expect("longer", "longest")
+	q.push(testPackage{path: "mid"}) // beside short, left from before
+	a, b := popAsync(q.pop), popAsync(q.pop)
+	waitFor(t, func() bool { return awaiting(q) == awaitable }, "two runners to await longer and longest")
+	if p, _ := q.pop(); p.path != "mid" {
+		t.Fatalf("a third runner took %q, want mid: at most %d runners await links", p.path, awaitable)
+	}
+	q.forget("longest") // its link failed
+	q.push(testPackage{path: "longer"})
+	if got := []string{<-a, <-b}; !slices.Contains(got, "longer") || !slices.Contains(got, "short") {
+		t.Errorf("the awaiting runners took %v, want longer and, once longest's link failed, short", got)
+	}
+	if got := drain(q); got != "" {
+		t.Errorf("left %q, want nothing", got)
+	}
+}
+
+func popAsync(pop func() (testPackage, bool)) chan string {
+	taken := make(chan string, 1)
+	go func() {
+		p, _ := pop()
+		taken <- p.path
+	}()
+	return taken
+}
+
+func awaiting(q *queue) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.awaited)
+}
+
+// waitFor polls cond: a runner's await has no event to wait on from outside the queue.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 10 s waiting for %s", what)
+		}
 	}
 }
 
