@@ -7,6 +7,7 @@ import (
 )
 
 func TestClientConfigLiftsOnlyUnsetRateLimits(t *testing.T) {
+	t.Parallel()
 	kind := &rest.Config{Host: "https://127.0.0.1:6443"} // as a kind kubeconfig loads: no limits
 	if got := ClientConfig(kind); got.QPS != 50 || got.Burst != 100 {
 		t.Errorf("unset limits: got QPS %v burst %d, want 50 and 100", got.QPS, got.Burst)

@@ -16,6 +16,7 @@ import (
 // create, then the API server writes its status between the next read and update. Both are retried
 // from a fresh read, and the CRD ends with the spec applied.
 func TestApplyCRDRetriesTheRacesItLoses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	gr := schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 	src := &apiextensionsv1.CustomResourceDefinition{}

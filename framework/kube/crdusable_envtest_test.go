@@ -24,6 +24,7 @@ import (
 // enough (the create fails, which shows the race is really there); after WaitCRDsUsable the same
 // client creates the object.
 func TestCRDUsableAfterTheMapperCachedAMiss(t *testing.T) {
+	t.Parallel() // beside the unit tests: its control plane's start is most of the package's time
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}

@@ -17,6 +17,7 @@ import (
 // A CRD counts as usable only once the client's mapper maps its kind: the wait keeps asking a mapper
 // that misses (as while discovery lags behind Established), resetting it after each miss.
 func TestWaitCRDsUsableWaitsForTheMapper(t *testing.T) {
+	t.Parallel()
 	crd := raceCRD("gadgets", "Gadget", conditions(apiextensionsv1.NamesAccepted, apiextensionsv1.Established))
 	mapper := &lateMapper{missesLeft: 3, DefaultRESTMapper: meta.NewDefaultRESTMapper(nil)}
 	mapper.Add(schema.GroupVersionKind{Group: raceGroup, Version: "v1", Kind: "Gadget"}, meta.RESTScopeNamespace)
@@ -33,6 +34,7 @@ func TestWaitCRDsUsableWaitsForTheMapper(t *testing.T) {
 // Established without NamesAccepted (a name conflict) is not usable, and the error says which
 // condition is missing.
 func TestWaitCRDsUsableNeedsNamesAccepted(t *testing.T) {
+	t.Parallel()
 	crd := raceCRD("gadgets", "Gadget", conditions(apiextensionsv1.Established))
 	c := fake.NewClientBuilder().WithScheme(kube.MustScheme()).WithObjects(crd).Build()
 	ctx, cancel := context.WithCancel(context.Background())

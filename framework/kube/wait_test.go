@@ -11,6 +11,7 @@ import (
 // must still carry what was wrong before (the flake hunt caught "read namespace reused: context
 // deadline exceeded" instead of "namespace reused is still terminating").
 func TestPollKeepsTheCauseSeenBeforeTheDeadline(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
 	err := Poll(ctx, time.Minute, func() (bool, string) {
@@ -35,6 +36,7 @@ func TestPollKeepsTheCauseSeenBeforeTheDeadline(t *testing.T) {
 // passes (a make test on 2026-11-27: "create namespace reused: client rate limiter Wait returned an
 // error: rate: Wait(n=1) would exceed context deadline" instead of the namespace still terminating).
 func TestPollKeepsTheCauseSeenBeforeTheRateLimiterSawTheDeadline(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	n := 0
@@ -52,6 +54,7 @@ func TestPollKeepsTheCauseSeenBeforeTheRateLimiterSawTheDeadline(t *testing.T) {
 // Explain's reads happen once, after the wait failed, on a context that has not ended, and its word
 // follows the check's.
 func TestPollExplainsOnceWhenTheWaitFails(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	explained := 0
@@ -77,6 +80,7 @@ func TestPollExplainsOnceWhenTheWaitFails(t *testing.T) {
 }
 
 func TestPollSaysTheLastCauseOnTimeout(t *testing.T) {
+	t.Parallel()
 	n := 0
 	err := Poll(context.Background(), 600*time.Millisecond, func() (bool, string) {
 		n++
@@ -91,6 +95,7 @@ func TestPollSaysTheLastCauseOnTimeout(t *testing.T) {
 }
 
 func TestPollReturnsOnceDone(t *testing.T) {
+	t.Parallel()
 	n := 0
 	if err := Poll(context.Background(), time.Minute, func() (bool, string) { n++; return n == 3, "not yet" }); err != nil || n != 3 {
 		t.Fatalf("want done on the third check, got %v after %d", err, n)
