@@ -100,7 +100,10 @@ func link(cache, held string, pkgs []testPackage, out *lineWriter, ready *queue)
 		ok      atomic.Bool
 	)
 	ok.Store(true)
-	var kept []testPackage
+	var (
+		kept    []testPackage
+		linking []string
+	)
 	for _, p := range pkgs {
 		p.binary = filepath.Join(cache, binaryName(p.path, p.key))
 		if keep(&p, held) {
@@ -108,11 +111,9 @@ func link(cache, held string, pkgs []testPackage, out *lineWriter, ready *queue)
 			continue
 		}
 		missing = append(missing, p)
-		ready.expect(p.path) // before any push: a runner then awaits a longer one being linked
+		linking = append(linking, p.path)
 	}
-	for _, p := range kept {
-		ready.push(p)
-	}
+	ready.begin(kept, linking)
 	for _, p := range missing {
 		slots <- struct{}{}
 		wg.Go(func() {

@@ -28,7 +28,7 @@ type queue struct {
 	items  []testPackage
 	closed bool
 	h      history
-	// linking: the packages whose binaries are being linked (expect), until pushed or forgotten.
+	// linking: the packages whose binaries are being linked (begin), until pushed or forgotten.
 	linking map[string]bool
 	// awaited: the packages being linked that a runner waits for.
 	awaited map[string]bool
@@ -45,13 +45,18 @@ func newQueue(h history) *queue {
 	return q
 }
 
-// expect says these packages are being linked: each is pushed once linked, or forgotten.
-func (q *queue) expect(paths ...string) {
+// begin puts the packages whose binaries are there and names those being linked (each pushed once
+// linked, or forgotten), at once: a runner that woke between two pushes saw none of the longer kept
+// packages still to come and awaited a short one being linked (2026-11-29: e2e/cvo, the fifth longest,
+// then started at 31 s and the run took 149 s).
+func (q *queue) begin(ready []testPackage, linking []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, p := range paths {
+	for _, p := range linking {
 		q.linking[p] = true
 	}
+	q.items = append(q.items, ready...)
+	q.cond.Broadcast()
 }
 
 // forget says a package's link failed: it never comes, and whoever awaited it takes another.

@@ -81,9 +81,7 @@ func TestARunnerAwaitsALongerPackageBeingLinked(t *testing.T) {
 	h := history{"long": {Seconds: 120, CPU: 50}, "longer": {Seconds: 130, CPU: 50}, "longest": {Seconds: 140, CPU: 50},
 		"mid": {Seconds: 50, CPU: 40}, "short": {Seconds: 1, CPU: 1}}
 	q := newQueue(h)
-	q.expect("long")
-	q.push(testPackage{path: "mid"})
-	q.push(testPackage{path: "short"})
+	q.begin([]testPackage{{path: "mid"}, {path: "short"}}, []string{"long"})
 	first := popAsync(q.pop)
 	waitFor(t, func() bool { return awaiting(q) == 1 }, "a runner to await long")
 	if p, _ := q.pop(); p.path != "mid" {
@@ -99,8 +97,7 @@ func TestARunnerAwaitsALongerPackageBeingLinked(t *testing.T) {
 		t.Fatalf("the awaiting runner took %q, want long", got)
 	}
 
-	q.expect("longer", "longest")
-	q.push(testPackage{path: "mid"}) // beside short, left from before
+	q.begin([]testPackage{{path: "mid"}}, []string{"longer", "longest"}) // mid beside short, left from before
 	a, b := popAsync(q.pop), popAsync(q.pop)
 	waitFor(t, func() bool { return awaiting(q) == awaitable }, "two runners to await longer and longest")
 	if p, _ := q.pop(); p.path != "mid" {
@@ -113,6 +110,21 @@ func TestARunnerAwaitsALongerPackageBeingLinked(t *testing.T) {
 	}
 	if got := drain(q); got != "" {
 		t.Errorf("left %q, want nothing", got)
+	}
+}
+
+// Runners waiting before the run's packages are known see the kept and the linking ones together: a
+// runner awaits a package being linked only when no kept one is longer.
+func TestRunnersWaitingAtTheStartSeeEveryKeptPackage(t *testing.T) {
+	q := newQueue(history{"specs": {Seconds: 120, CPU: 20}, "cvo": {Seconds: 76, CPU: 11}, "kube": {Seconds: 11, CPU: 2}})
+	a, b := popAsync(q.pop), popAsync(q.pop)
+	q.begin([]testPackage{{path: "specs"}, {path: "cvo"}}, []string{"kube"})
+	if got := []string{<-a, <-b}; !slices.Contains(got, "specs") || !slices.Contains(got, "cvo") {
+		t.Fatalf("the two runners took %v, want specs and cvo (kube, being linked, is shorter)", got)
+	}
+	q.push(testPackage{path: "kube"})
+	if got := drain(q); got != "kube" {
+		t.Errorf("then %q, want kube", got)
 	}
 }
 
