@@ -7,7 +7,7 @@
 //     changed is linked again (`go test -c`); the others are run as they are.
 //   - Packages start longest first (each package's duration and CPU in the previous run are kept beside
 //     the binaries), so the longest suite does not start last and end the run alone; kept binaries run
-//     while the changed ones are linked. Those that mostly waited (under a second of CPU in all) run
+//     while the changed ones are linked, and a changed one longer than every kept one is awaited. Those that mostly waited (under a second of CPU in all) run
 //     beside the -p others, on runners of their own (queue.go).
 //   - With -ginkgo-procs, named Ginkgo suites run on several Ginkgo processes through the Ginkgo CLI
 //     (ginkgo.go), reported as the same test as a plain run.
