@@ -80,6 +80,7 @@ func StartEnvtest(e *crenvtest.Environment, opts ...StartOption) (*rest.Config, 
 		return nil, fmt.Errorf("writing the API server's token file: %w", err)
 	}
 	defer remove()
+	etcdOverSocket(&e.ControlPlane)
 	cfg, err := start(e, knob)
 	if err != nil {
 		if stopErr := e.Stop(); stopErr != nil {

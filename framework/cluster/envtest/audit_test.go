@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
@@ -42,6 +44,7 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 	if cfg.BearerToken == "" || len(cfg.CertData) > 0 {
 		t.Errorf("the provider's clients should authenticate with the token of toolchain.StartEnvtest, not a client certificate (token set: %t, certificate set: %t)", cfg.BearerToken != "", len(cfg.CertData) > 0)
 	}
+	apiServerReachesEtcdThroughItsSocket(t, p.WorkDir())
 	cfg.UserAgent = "audit-probe/v0"
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -74,6 +77,31 @@ func TestAuditLogSaysWhoMadeTheRequests(t *testing.T) {
 		}
 	}
 	t.Fatalf("the audit log has no line for the probe's create of ConfigMap default/audited (%d bytes)", len(data))
+}
+
+// apiServerReachesEtcdThroughItsSocket: the provider's kube-apiserver names etcd's Unix socket as its
+// etcd server (toolchain's etcdOverSocket), and the socket is there; that the API server answers shows
+// etcd serves it.
+func apiServerReachesEtcdThroughItsSocket(t *testing.T, workDir string) {
+	t.Helper()
+	for _, pid := range process.Referencing(workDir) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(args[0]) != "kube-apiserver" {
+			continue
+		}
+		for _, a := range args {
+			if sock, ok := strings.CutPrefix(a, "--etcd-servers=unix://"); ok {
+				if info, err := os.Stat(sock); err != nil || info.Mode()&os.ModeSocket == 0 {
+					t.Errorf("kube-apiserver's etcd server is the socket %s, which is not one (%v)", sock, err)
+				}
+				return
+			}
+		}
+		t.Errorf("kube-apiserver does not reach etcd through a Unix socket: %q", args)
+		return
+	}
+	t.Errorf("no kube-apiserver process references %s", workDir)
 }
 
 // createdClusterRoles counts the API server's own creates of ClusterRoles in an audit log.

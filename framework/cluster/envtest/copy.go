@@ -26,11 +26,14 @@ func copyTree(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
+		switch {
+		case d.IsDir():
 			if err := os.MkdirAll(target, 0o700); err != nil {
 				return err
 			}
 			return os.Chmod(target, info.Mode().Perm())
+		case d.Type()&fs.ModeSocket != 0:
+			return nil // etcd's socket (toolchain's etcdOverSocket), left by an etcd that was killed
 		}
 		return copySparse(path, target, info)
 	})

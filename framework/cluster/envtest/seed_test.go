@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -14,10 +15,14 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
-// copyTree keeps contents and modes, and a file of zeros (etcd's preallocated log) takes no blocks.
+// copyTree keeps contents and modes, and a file of zeros (etcd's preallocated log) takes no blocks;
+// the socket a killed etcd left (toolchain's etcdOverSocket) is not copied.
 func TestCopyTreeKeepsContentsAndModesAndLeavesZerosAsHoles(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(src, "member", "wal"), 0o700))
+	sock, err := net.Listen("unix", filepath.Join(src, "etcd.sock"))
+	must(t, err)
+	defer sock.Close()
 	data := append(bytes.Repeat([]byte{0}, 3<<20), []byte("tail")...)
 	data = append([]byte("head"), data...)
 	must(t, os.WriteFile(filepath.Join(src, "member", "wal", "0.wal"), data, 0o600))
@@ -34,6 +39,9 @@ func TestCopyTreeKeepsContentsAndModesAndLeavesZerosAsHoles(t *testing.T) {
 	must(t, syscall.Stat(filepath.Join(dst, "etcd", "member", "wal", "0.wal"), &st))
 	if used := st.Blocks * 512; used >= 2<<20 {
 		t.Errorf("the copy of 3 MiB of zeros uses %d bytes on disk: the zeros should be holes", used)
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "etcd", "etcd.sock")); !os.IsNotExist(err) {
+		t.Errorf("etcd's socket was copied (lstat: %v)", err)
 	}
 	for path, want := range map[string]os.FileMode{"member": 0o700, "member/wal/0.wal": 0o600, "member/db": 0o640} {
 		fi, err := os.Stat(filepath.Join(dst, "etcd", path))
