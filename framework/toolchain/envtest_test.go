@@ -54,7 +54,8 @@ func serveEtcdHealth(args []string) {
 			os.Exit(0)
 		}
 		if v, ok := strings.CutPrefix(a, "--listen-client-urls="); ok {
-			u, err := url.Parse(v)
+			// a list, as etcd takes it: envtest's TCP URL first, then the socket (etcdOverSocket)
+			u, err := url.Parse(strings.Split(v, ",")[0])
 			if err != nil {
 				os.Exit(2)
 			}
