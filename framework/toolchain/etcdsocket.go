@@ -9,11 +9,12 @@ import (
 )
 
 // etcdOverSocket makes kube-apiserver reach etcd through a Unix socket in etcd's data dir instead of
-// loopback TCP, whose per-packet work (the kernel's softirq, charged to no process) was most of what a
-// run's accounting left unexplained; etcd keeps its TCP listener for envtest's health check and for a
-// user's etcdctl. A cluster's API server reaches etcd over TCP (kubeadm, kind): nothing a test reads
-// depends on the link. Both flags are rendered when each process starts, once etcd's data dir is known
-// (envtest makes one when the caller gives none); a flag the caller set is left alone.
+// loopback TCP, whose per-packet work in the kernel cost e2e/cleanup alone 1.2–5.4 s more CPU of its
+// 37–48 s (three interleaved pairs, 2026-11-29); etcd keeps its TCP listener for envtest's health
+// check and for a user's etcdctl. A cluster's API server reaches etcd over TCP (kubeadm, kind): nothing
+// a test reads depends on the link. Both flags are rendered when each process starts, once etcd's data
+// dir is known (envtest makes one when the caller gives none). A flag the caller set before
+// StartEnvtest is left alone; one appended to afterwards is not (the rendering ignores Append).
 func etcdOverSocket(cp *crenvtest.ControlPlane) {
 	if cp.Etcd == nil {
 		cp.Etcd = &crenvtest.Etcd{}
