@@ -113,25 +113,16 @@ func (q *queue) take(fits func(path string) bool) (testPackage, bool) {
 // longest is the index in items of the longest package that fits and that no runner awaits, or -1 and
 // the path of a package being linked that is longer still, when a runner may await one.
 func (q *queue) longest(fits func(string) bool) (int, string) {
-	best, linking := -1, ""
-	longer := func(path string) bool {
-		switch {
-		case linking != "":
-			return q.h.of(path) > q.h.of(linking)
-		case best >= 0:
-			return q.h.of(path) > q.h.of(q.items[best].path)
-		}
-		return true
-	}
+	best, linking, length := -1, "", -1.0 // every history length is ≥ 0
 	for i, p := range q.items {
-		if fits(p.path) && !q.awaited[p.path] && longer(p.path) {
-			best = i
+		if fits(p.path) && !q.awaited[p.path] && q.h.of(p.path) > length {
+			best, length = i, q.h.of(p.path)
 		}
 	}
 	if len(q.awaited) < awaitable {
 		for path := range q.linking {
-			if fits(path) && !q.awaited[path] && longer(path) {
-				best, linking = -1, path
+			if fits(path) && !q.awaited[path] && q.h.of(path) > length {
+				best, linking, length = -1, path, q.h.of(path)
 			}
 		}
 	}
