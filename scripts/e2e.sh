@@ -10,6 +10,8 @@
 # (all Ginkgo processes of all suites share it), exports the node's logs to $ARTIFACTS/kind-logs, and
 # deletes the cluster at the end, also on failure or Ctrl-C, unless KEEP_CLUSTER=1 (or CLEANUP_E2E_KEEP_CLUSTER=1).
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=background.sh
+. "$REPO_ROOT/scripts/background.sh"
 cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
@@ -30,23 +32,6 @@ fi
 export ARTIFACTS PROVIDER CLEANUP_E2E_PROVIDER=$PROVIDER
 procs=${GINKGO_PROCS:-2}
 
-# stop_background_runs stops the runs started in the background (each its own process group, from
-# bash's job table: also one whose pid was not recorded yet when the signal came), TERM then KILL.
-stop_background_runs() {
-  local pids pid alive
-  pids=$(jobs -p)
-  [ -n "$pids" ] || return 0
-  log "stopping the runs started in the background (process groups $(echo $pids))"
-  for pid in $pids; do kill -TERM -- -"$pid" 2>/dev/null || true; done
-  for _ in $(seq 20); do
-    alive=0
-    for pid in $pids; do if kill -0 -- -"$pid" 2>/dev/null; then alive=1; fi; done
-    [ "$alive" = 1 ] || return 0
-    sleep 0.5
-  done
-  for pid in $pids; do kill -KILL -- -"$pid" 2>/dev/null || true; done
-}
-
 case $PROVIDER in
   envtest) bash scripts/tools.sh ;;
   kind)
@@ -54,7 +39,7 @@ case $PROVIDER in
     keep=${CLEANUP_E2E_KEEP_CLUSTER:-${KEEP_CLUSTER:-0}}
     export CLEANUP_E2E_KIND_CLUSTER=$cluster
     # The Go programs of the run build meanwhile, in their own process group (stopped on exit).
-    trap stop_background_runs EXIT
+    trap bg_stop EXIT
     trap 'log "interrupted"; exit 130' INT TERM
     prebuilt=$ARTIFACTS/prebuild.out
     prebuild() {
@@ -85,7 +70,7 @@ case $PROVIDER in
     finish() {
       local rc=$?
       trap - EXIT INT TERM
-      stop_background_runs # before deleting the cluster: a run still starting would create it again
+      bg_stop # before deleting the cluster: a run still starting would create it again
       "$helper" logs "$ARTIFACTS/kind-logs" >/dev/null 2>&1 && log "node logs in $ARTIFACTS/kind-logs" || true
       if [ "$keep" = 1 ]; then
         log "KEEP_CLUSTER=1: kind cluster $cluster kept (kubeconfig: kind export kubeconfig --name $cluster, or ${TMPDIR:-/tmp}/cleanup-e2e-kind/kind-$cluster/kubeconfig); delete: CLEANUP_E2E_KIND_CLUSTER=$cluster go run ./scripts/kind/cluster down"
@@ -139,7 +124,7 @@ else
   # the AllNamespaces cases: 254, 204, 179, 223 s against 206, 214, 198, 183 s last, interleaved
   # (2026-11-27) — so it stays last by default. Each one's output goes to a file, printed when it ends.
   last=" ${E2E_LAST-cvo} "
-  pids=() names=() logs=() starts=() reports=()
+  reports=()
   # The suites run from their kept test binaries (scripts/testbin's cache, shared with make test, linked
   # by scripts/e2e-prebuild.sh): ginkgo linked each again on every run (≈ 4 s of CPU a suite, in a run
   # that is CPU-bound). A link named <suite>.test in the suite's directory makes ginkgo run it as a
@@ -147,50 +132,31 @@ else
   declare -A suite_binary=()
   while read -r dir bin; do
     [ -n "$dir" ] || continue
-    name=$(basename "$dir")
+    name=${dir##*/} # no $(basename): see scripts/background.sh
     ln -sfn "$bin" "$dir/$name.test"
     suite_binary[$name]="./e2e/$name/$name.test"
   done <"$prebuilt"
   if [ "$PROVIDER" != kind ]; then # (kind's trap above stops them too)
-    trap stop_background_runs EXIT
+    trap bg_stop EXIT
     trap 'log "interrupted"; exit 130' INT TERM
   fi
   suites_start=$SECONDS
   then=
   [ -z "${last// /}" ] || then="; then${last% }"
   log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each$then)"
-  start_bg() { # start_bg NAME LOG CMD...: in its own process group, so that the EXIT trap can stop it
-    log "==> $1 (output: $2, printed when it ends)"
-    setsid "${@:3}" >"$2" 2>&1 &
-    pids+=($!) names+=("$1") logs+=("$2") starts+=("$SECONDS")
-  }
   if [ "$PROVIDER" = kind ]; then
     # From their kept test binaries too (scripts/test-examples.sh says why), as make test runs them.
     testbin=$CACHE_DIR/testbin/testbin
     [ "${TEST_BINARY_CACHE:-1}" != 0 ] || testbin=
-    start_bg "example consumers" "$ARTIFACTS/examples.log" env EXAMPLES_AT_ONCE=1 EXAMPLES_TESTBIN="$testbin" bash scripts/test-examples.sh
+    bg_start "example consumers" "$ARTIFACTS/examples.log" env EXAMPLES_AT_ONCE=1 EXAMPLES_TESTBIN="$testbin" bash scripts/test-examples.sh
   fi
   for dir in e2e/*/; do
-    name=$(basename "$dir")
-    ls "$dir"*_test.go >/dev/null 2>&1 && [[ $last != *" $name "* ]] || continue
-    start_bg "e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "${suite_binary[$name]:-./$dir}"
+    name=${dir%/} name=${name##*/} # no $(basename): see scripts/background.sh
+    compgen -G "$dir*_test.go" >/dev/null && [[ $last != *" $name "* ]] || continue
+    bg_start "e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "${suite_binary[$name]:-./$dir}"
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done
-  # Each one reported when it ends, with its own time (any bash: no wait -n -p).
-  left=("${!pids[@]}")
-  while [ ${#left[@]} -gt 0 ]; do
-    still=()
-    for i in "${left[@]}"; do
-      if kill -0 "${pids[$i]}" 2>/dev/null; then still+=("$i"); continue; fi
-      r=0
-      wait "${pids[$i]}" || r=$?
-      cat "${logs[$i]}"
-      log "<== ${names[$i]} $([ $r = 0 ] && echo passed || echo "FAILED (rc=$r)") in $((SECONDS - starts[i]))s"
-      [ "$r" = 0 ] || rc=1
-    done
-    left=("${still[@]}")
-    [ ${#left[@]} -eq 0 ] || sleep 1
-  done
+  bg_wait || rc=1
   log "<== e2e suites on PROVIDER=$PROVIDER at once done in $((SECONDS - suites_start))s"
   if [ "$PROVIDER" = kind ]; then # globbed now that they are written (none: junitsum fails, naming it)
     reports+=("$ARTIFACTS"/junit-example-*.xml)

@@ -33,7 +33,9 @@ esac
 # shellcheck disable=SC2034 # read by the scripts that source this file
 KUBE_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# printf's own clock, not $(date): bash may drop a Ctrl-C that comes during a command substitution
+# (scripts/background.sh).
+log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 # step NAME CMD...: runs CMD, printing what it does and how long it took.
