@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The Go programs `make e2e` runs on a shared cluster (kind, existing), built before they are needed:
-# on kind the cluster helper ($CACHE_DIR/bin/kind-cluster), then the Ginkgo CLI, scripts/testbin and
-# the kept test binaries of the e2e suites (ginkgo runs them as precompiled suites) and, on kind, of
-# the example consumers and gotestsum (scripts/test-examples.sh runs them). Prints "DIR BINARY" per
-# suite whose kept binary is ready (testbin -link-only) on standard output; when the suites cannot be
-# linked it says so and prints nothing (ginkgo compiles them then).
+# on kind the cluster helper ($CACHE_DIR/bin/kind-cluster), then the Ginkgo CLI, scripts/atonce (runs
+# the suites side by side), scripts/testbin and the kept test binaries of the e2e suites (ginkgo runs
+# them as precompiled suites) and, on kind, of the example consumers and gotestsum
+# (scripts/test-examples.sh runs them). Prints "DIR BINARY" per suite whose kept binary is ready
+# (testbin -link-only) on standard output; when the suites cannot be linked it says so and prints
+# nothing (ginkgo compiles them then).
 #
 # On kind, scripts/e2e.sh runs it in the background beside the node image and the images: none of it
 # depends on them, and the suites start as soon as the cluster is up. A warm run's go commands that
@@ -21,6 +22,7 @@ if [ "$PROVIDER" = kind ]; then
   step "build scripts/kind/cluster" go build -o "$BIN_DIR/kind-cluster" ./scripts/kind/cluster
 fi
 step "build the Ginkgo CLI" go build -o "$BIN_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+step "build scripts/atonce" go build -o "$BIN_DIR/atonce" ./scripts/atonce
 testbin=$CACHE_DIR/testbin/testbin
 step "build scripts/testbin" go build -o "$testbin" ./scripts/testbin
 start=$SECONDS

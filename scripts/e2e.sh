@@ -132,7 +132,7 @@ else
   declare -A suite_binary=()
   while read -r dir bin; do
     [ -n "$dir" ] || continue
-    name=${dir##*/} # no $(basename): see scripts/background.sh
+    name=$(basename "$dir")
     ln -sfn "$bin" "$dir/$name.test"
     suite_binary[$name]="./e2e/$name/$name.test"
   done <"$prebuilt"
@@ -144,19 +144,20 @@ else
   then=
   [ -z "${last// /}" ] || then="; then${last% }"
   log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each$then)"
+  runs=() # NAME LOG CMD... groups for scripts/atonce (scripts/background.sh)
   if [ "$PROVIDER" = kind ]; then
     # From their kept test binaries too (scripts/test-examples.sh says why), as make test runs them.
     testbin=$CACHE_DIR/testbin/testbin
     [ "${TEST_BINARY_CACHE:-1}" != 0 ] || testbin=
-    bg_start "example consumers" "$ARTIFACTS/examples.log" env EXAMPLES_AT_ONCE=1 EXAMPLES_TESTBIN="$testbin" bash scripts/test-examples.sh
+    runs+=("example consumers" "$ARTIFACTS/examples.log" env EXAMPLES_AT_ONCE=1 EXAMPLES_TESTBIN="$testbin" bash scripts/test-examples.sh ---)
   fi
   for dir in e2e/*/; do
-    name=${dir%/} name=${name##*/} # no $(basename): see scripts/background.sh
+    name=${dir%/} name=${name##*/}
     compgen -G "$dir*_test.go" >/dev/null && [[ $last != *" $name "* ]] || continue
-    bg_start "e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "${suite_binary[$name]:-./$dir}"
+    runs+=("e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "${suite_binary[$name]:-./$dir}" ---)
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done
-  bg_wait || rc=1
+  at_once "${runs[@]}" || rc=1
   log "<== e2e suites on PROVIDER=$PROVIDER at once done in $((SECONDS - suites_start))s"
   if [ "$PROVIDER" = kind ]; then # globbed now that they are written (none: junitsum fails, naming it)
     reports+=("$ARTIFACTS"/junit-example-*.xml)

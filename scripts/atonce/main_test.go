@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseNamesTheRunThatIsShort(t *testing.T) {
+	runs, err := parse([]string{"a", "a.log", "true", "---", "b", "b.log", "sh", "-c", "exit 0", "---"})
+	if err != nil || len(runs) != 2 || runs[1].name != "b" || strings.Join(runs[1].argv, " ") != "sh -c exit 0" {
+		t.Fatalf("two runs, a trailing separator allowed: got %+v, %v", runs, err)
+	}
+	_, err = parse([]string{"a", "a.log", "true", "---", "b", "b.log"})
+	if err == nil || !strings.Contains(err.Error(), `run 2 ("b b.log")`) || !strings.Contains(err.Error(), "NAME LOG CMD") {
+		t.Fatalf("want an error naming run 2 and the form, got %v", err)
+	}
+	if _, err := parse(nil); err == nil {
+		t.Fatal("no run must be an error")
+	}
+}
+
+func TestEachRunIsReportedAndAFailureFails(t *testing.T) {
+	dir := t.TempDir()
+	runs := []run{
+		{"a", filepath.Join(dir, "a.log"), []string{"sh", "-c", "echo output of a"}},
+		{"b", filepath.Join(dir, "b.log"), []string{"sh", "-c", "echo output of b; exit 3"}},
+		{"c", filepath.Join(dir, "c.log"), []string{filepath.Join(dir, "missing")}},
+	}
+	var out, log bytes.Buffer
+	if status := runAll(runs, nil, time.Second, &out, &log); status != 1 {
+		t.Errorf("status %d, want 1 (b failed, c could not start)", status)
+	}
+	for _, want := range []string{"output of a\n", "output of b\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not hold %q:\n%s", want, out.String())
+		}
+	}
+	for _, want := range []string{"==> a (output: " + runs[0].log, "<== a passed in ", "<== b FAILED (exit status 3) in ", "<== c FAILED (could not start: "} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log.String())
+		}
+	}
+}
+
+// cleaner is a run that, on SIGTERM, records it and takes cleanup seconds to end, as Ginkgo does
+// (a second signal would make Ginkgo skip its cleanup).
+func cleaner(dir, name string, cleanup string) []string {
+	script := `trap 'echo TERM >>` + name + `.terms; stop=1' TERM
+stop=0; echo >` + name + `.ready
+while [ $stop = 0 ]; do sleep 0.02; done
+end=$(( $(date +%s%N) + ` + cleanup + ` ))
+while [ $(date +%s%N) -lt $end ]; do sleep 0.02; done`
+	return []string{"bash", "-c", "cd " + dir + " && " + script}
+}
+
+// waitFiles waits until every path exists (the runs are ready for a signal).
+func waitFiles(t *testing.T, paths ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range paths {
+		for {
+			if _, err := os.Stat(p); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never appeared: the run did not start", p)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func TestASignalGivesEveryRunOneSIGTERMAndExits130(t *testing.T) {
+	dir := t.TempDir()
+	runs := []run{
+		{"a", filepath.Join(dir, "a.log"), cleaner(dir, "a", "500000000")},
+		{"b", filepath.Join(dir, "b.log"), cleaner(dir, "b", "500000000")},
+	}
+	signals := make(chan os.Signal, 3)
+	status := make(chan int, 1)
+	var log bytes.Buffer
+	go func() { status <- runAll(runs, signals, 10*time.Second, &bytes.Buffer{}, &log) }()
+	waitFiles(t, filepath.Join(dir, "a.ready"), filepath.Join(dir, "b.ready"))
+	signals <- syscall.SIGINT
+	signals <- syscall.SIGINT // a second Ctrl-C, or bash's bg_stop: not passed on
+	if got := <-status; got != 130 {
+		t.Fatalf("status %d, want 130:\n%s", got, log.String())
+	}
+	for _, name := range []string{"a", "b"} {
+		terms, err := os.ReadFile(filepath.Join(dir, name+".terms"))
+		if err != nil || string(terms) != "TERM\n" {
+			t.Errorf("run %s got SIGTERM %d time(s) (%v), want once:\n%s", name, strings.Count(string(terms), "TERM"), err, log.String())
+		}
+	}
+	if !strings.Contains(log.String(), "<== a stopped (output: ") {
+		t.Errorf("the log does not say run a stopped:\n%s", log.String())
+	}
+}
+
+func TestARunThatOutlastsTheGraceIsKilled(t *testing.T) {
+	dir := t.TempDir()
+	runs := []run{{"slow", filepath.Join(dir, "slow.log"), cleaner(dir, "slow", "60000000000")}}
+	signals := make(chan os.Signal, 1)
+	status := make(chan int, 1)
+	var log bytes.Buffer
+	go func() { status <- runAll(runs, signals, 300*time.Millisecond, &bytes.Buffer{}, &log) }()
+	waitFiles(t, filepath.Join(dir, "slow.ready"))
+	signals <- syscall.SIGTERM
+	select {
+	case got := <-status:
+		if got != 130 || !strings.Contains(log.String(), "slow still runs after 300ms: SIGKILL") {
+			t.Fatalf("status %d, want 130 and the SIGKILL said:\n%s", got, log.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("a run that cleans up for 60 s was not killed after a 300 ms grace:\n%s", log.String())
+	}
+}
+
+func TestASignalBeforeARunStartsStartsNone(t *testing.T) {
+	dir := t.TempDir()
+	signals := make(chan os.Signal, 1)
+	signals <- syscall.SIGINT
+	runs := []run{{"a", filepath.Join(dir, "a.log"), []string{"true"}}}
+	if got := runAll(runs, signals, time.Second, &bytes.Buffer{}, &bytes.Buffer{}); got != 130 {
+		t.Fatalf("status %d, want 130", got)
+	}
+	if _, err := os.Stat(runs[0].log); err == nil {
+		t.Fatal("run a was started after the signal")
+	}
+}
