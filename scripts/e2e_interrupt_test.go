@@ -26,6 +26,7 @@ func TestE2EInterruptDeletesCluster(t *testing.T) {
 	if os.Getenv("CLEANUP_E2E_KIND") != "1" {
 		t.Skip("set CLEANUP_E2E_KIND=1 to run make e2e on kind and interrupt it")
 	}
+	withDefaultSIGINT(t)
 	name := fmt.Sprintf("cleanup-e2e-interrupt-%d", os.Getpid())
 	t.Cleanup(func() { removeKindNodes(name) })
 
