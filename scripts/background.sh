@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Runs in the background for scripts/e2e.sh: its suites and example consumers side by side (at_once,
-# through scripts/atonce), and stopping whatever the script left running when it exits (bg_stop).
+# What scripts/e2e.sh runs beside itself: its suites and example consumers side by side (at_once,
+# through scripts/atonce), and its background jobs, stopped when it exits (bg_stop).
 # Sourced after lib.sh, never executed.
 #
 # A Ctrl-C reaches both the script and atonce (one process group): atonce stops the runs and exits 130,

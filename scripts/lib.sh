@@ -33,8 +33,8 @@ esac
 # shellcheck disable=SC2034 # read by the scripts that source this file
 KUBE_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
 
-# printf's own clock, not $(date): bash may drop a Ctrl-C that comes during a command substitution
-# (scripts/background.sh).
+# printf's own clock, not $(date): bash 5.2 dropped a Ctrl-C that came during a command substitution
+# (scripts/atonce says how often).
 log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
