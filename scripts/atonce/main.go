@@ -1,6 +1,6 @@
 // Command atonce runs commands side by side — make e2e's suites and example consumers on a shared
-// cluster — and stops them all on Ctrl-C. Each run has a session of its own (a Ctrl-C meant for the
-// script does not reach it half-way through a spec) and its output in a file, printed when it ends.
+// cluster — and stops them all on Ctrl-C. Each run has a session of its own, so that a Ctrl-C reaches
+// atonce alone, which passes one SIGTERM on to each run, and its output in a file, printed when it ends.
 //
 //	atonce [-grace 10s] NAME LOG CMD [ARG...] [--- NAME LOG CMD [ARG...]]...
 //
