@@ -157,7 +157,11 @@ else
     runs+=("e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "${suite_binary[$name]:-./$dir}" ---)
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done
-  at_once "${runs[@]}" || rc=1
+  # On Ctrl-C the suites get time to remove what they installed: on a cluster of the user's (existing)
+  # 2 min, on kind 10 s (the cluster goes anyway); a second Ctrl-C kills them at once.
+  grace=${E2E_STOP_GRACE:-2m}
+  [ "$PROVIDER" != kind ] || grace=${E2E_STOP_GRACE:-10s}
+  at_once -grace "$grace" "${runs[@]}" || rc=1
   log "<== e2e suites on PROVIDER=$PROVIDER at once done in $((SECONDS - suites_start))s"
   if [ "$PROVIDER" = kind ]; then # globbed now that they are written (none: junitsum fails, naming it)
     reports+=("$ARTIFACTS"/junit-example-*.xml)

@@ -6,7 +6,8 @@
 //
 // It exits 0 when every run passed, 1 when one failed or could not start, 2 on bad arguments, and 130
 // when SIGINT or SIGTERM stopped it: each running run's process group gets one SIGTERM (Ginkgo takes a
-// second signal as "skip the cleanup", a third as "bail out"), and SIGKILL after -grace.
+// second signal as "skip the cleanup", a third as "bail out"), and SIGKILL after -grace or at a second
+// signal (a second Ctrl-C: the user will not wait for the runs' cleanup).
 //
 // Why not bash: scripts/e2e.sh ran these from bash, and bash 5.2 lost a Ctrl-C now and then while the
 // runs started: no trap run, make e2e went on to a passing end (CI's interrupt test, 2026-11-29). It
@@ -99,7 +100,7 @@ func runAll(runs []run, signals <-chan os.Signal, grace time.Duration, out, log 
 	for i, r := range runs {
 		select {
 		case s := <-signals:
-			return stop(s, runs, cmds, done, grace, log)
+			return stop(s, runs, cmds, signals, done, grace, log)
 		default:
 		}
 		logf(log, "==> %s (output: %s, printed when it ends)", r.name, r.log)
@@ -126,7 +127,7 @@ func runAll(runs []run, signals <-chan os.Signal, grace time.Duration, out, log 
 			}
 			logf(log, "<== %s %s in %ds", r.name, verdict, int(time.Since(starts[e.i]).Seconds()))
 		case s := <-signals:
-			return stop(s, runs, cmds, done, grace, log)
+			return stop(s, runs, cmds, signals, done, grace, log)
 		}
 	}
 	return status
@@ -156,13 +157,21 @@ func countStarted(cmds []*exec.Cmd) int {
 }
 
 // stop sends one SIGTERM to the process group of every run still running (cmds holds those), waits
-// for them to end, SIGKILLs what is left after grace, and returns 130.
-func stop(s os.Signal, runs []run, cmds []*exec.Cmd, done <-chan ended, grace time.Duration, log io.Writer) int {
+// for them to end, SIGKILLs what is left after grace or at the next signal, and returns 130.
+func stop(s os.Signal, runs []run, cmds []*exec.Cmd, signals <-chan os.Signal, done <-chan ended, grace time.Duration, log io.Writer) int {
 	running := countStarted(cmds)
-	logf(log, "interrupted (%v): stopping %d run(s), SIGKILL after %v", s, running, grace)
+	logf(log, "interrupted (%v): stopping %d run(s) — they remove what they installed; SIGKILL after %v or at the next interrupt", s, running, grace)
 	for _, c := range cmds {
 		if c != nil {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	kill := func(why string) {
+		for i, c := range cmds {
+			if c != nil {
+				logf(log, "%s still runs %s: SIGKILL to its process group", runs[i].name, why)
+				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			}
 		}
 	}
 	deadline := time.After(grace)
@@ -173,15 +182,12 @@ func stop(s os.Signal, runs []run, cmds []*exec.Cmd, done <-chan ended, grace ti
 			running--
 			logf(log, "<== %s stopped (output: %s)", runs[e.i].name, runs[e.i].log)
 		case <-deadline:
-			for i, c := range cmds {
-				if c != nil {
-					logf(log, "%s still runs after %v: SIGKILL to its process group", runs[i].name, grace)
-					_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-				}
-			}
-			deadline = nil
+			kill(fmt.Sprintf("after %v", grace))
+			deadline, signals = nil, nil
+		case s := <-signals:
+			kill(fmt.Sprintf("at a second interrupt (%v)", s))
+			deadline, signals = nil, nil
 		}
-		// Further signals are dropped: the runs got theirs.
 	}
 	return 130
 }

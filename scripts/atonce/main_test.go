@@ -75,6 +75,7 @@ func waitFiles(t *testing.T, paths ...string) {
 	}
 }
 
+// (Each run cleans up for 0.5 s after its SIGTERM: atonce must wait for it, and send no second one.)
 func TestASignalGivesEveryRunOneSIGTERMAndExits130(t *testing.T) {
 	dir := t.TempDir()
 	runs := []run{
@@ -87,7 +88,6 @@ func TestASignalGivesEveryRunOneSIGTERMAndExits130(t *testing.T) {
 	go func() { status <- runAll(runs, signals, 10*time.Second, &bytes.Buffer{}, &log) }()
 	waitFiles(t, filepath.Join(dir, "a.ready"), filepath.Join(dir, "b.ready"))
 	signals <- syscall.SIGINT
-	signals <- syscall.SIGINT // a second Ctrl-C, or bash's bg_stop: not passed on
 	if got := <-status; got != 130 {
 		t.Fatalf("status %d, want 130:\n%s", got, log.String())
 	}
@@ -118,6 +118,27 @@ func TestARunThatOutlastsTheGraceIsKilled(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("a run that cleans up for 60 s was not killed after a 300 ms grace:\n%s", log.String())
+	}
+}
+
+func TestASecondSignalKillsTheRunsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	runs := []run{{"slow", filepath.Join(dir, "slow.log"), cleaner(dir, "slow", "60000000000")}}
+	signals := make(chan os.Signal, 1)
+	status := make(chan int, 1)
+	var log bytes.Buffer
+	go func() { status <- runAll(runs, signals, time.Minute, &bytes.Buffer{}, &log) }()
+	waitFiles(t, filepath.Join(dir, "slow.ready"))
+	signals <- syscall.SIGINT
+	waitFiles(t, filepath.Join(dir, "slow.terms")) // the run got its SIGTERM and cleans up
+	signals <- syscall.SIGINT
+	select {
+	case got := <-status:
+		if got != 130 || !strings.Contains(log.String(), "slow still runs at a second interrupt (interrupt): SIGKILL") {
+			t.Fatalf("status %d, want 130 and the SIGKILL said:\n%s", got, log.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("a second interrupt did not kill a run that cleans up for 60 s (grace 1 min):\n%s", log.String())
 	}
 }
 
