@@ -102,44 +102,47 @@ func TestASignalGivesEveryRunOneSIGTERMAndExits130(t *testing.T) {
 	}
 }
 
-func TestARunThatOutlastsTheGraceIsKilled(t *testing.T) {
+// slowRun starts runAll on one run that cleans up for 60 s after its SIGTERM, atonce's grace being
+// grace, and returns once the run is ready for a signal: its directory, the signal channel, atonce's
+// status, and atonce's log (read it only once the status came).
+func slowRun(t *testing.T, grace time.Duration) (string, chan<- os.Signal, <-chan int, *bytes.Buffer) {
+	t.Helper()
 	dir := t.TempDir()
 	runs := []run{{"slow", filepath.Join(dir, "slow.log"), cleaner(dir, "slow", "60000000000")}}
 	signals := make(chan os.Signal, 1)
 	status := make(chan int, 1)
 	var log bytes.Buffer
-	go func() { status <- runAll(runs, signals, 300*time.Millisecond, &bytes.Buffer{}, &log) }()
+	go func() { status <- runAll(runs, signals, grace, &bytes.Buffer{}, &log) }()
 	waitFiles(t, filepath.Join(dir, "slow.ready"))
-	signals <- syscall.SIGTERM
+	return dir, signals, status, &log
+}
+
+// killedSaying waits for atonce's status and checks that it is 130 and that its log says want; what
+// failed to happen is named by missing when atonce has not ended within 20 s.
+func killedSaying(t *testing.T, status <-chan int, log *bytes.Buffer, want, missing string) {
+	t.Helper()
 	select {
 	case got := <-status:
-		if got != 130 || !strings.Contains(log.String(), "slow still runs after 300ms: SIGKILL") {
-			t.Fatalf("status %d, want 130 and the SIGKILL said:\n%s", got, log.String())
+		if got != 130 || !strings.Contains(log.String(), want) {
+			t.Fatalf("status %d, want 130 and %q said:\n%s", got, want, log.String())
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatalf("a run that cleans up for 60 s was not killed after a 300 ms grace:\n%s", log.String())
+		t.Fatalf("%s (the run cleans up for 60 s)", missing)
 	}
 }
 
+func TestARunThatOutlastsTheGraceIsKilled(t *testing.T) {
+	_, signals, status, log := slowRun(t, 300*time.Millisecond)
+	signals <- syscall.SIGTERM
+	killedSaying(t, status, log, "slow still runs after 300ms: SIGKILL", "a run was not killed after a 300 ms grace")
+}
+
 func TestASecondSignalKillsTheRunsAtOnce(t *testing.T) {
-	dir := t.TempDir()
-	runs := []run{{"slow", filepath.Join(dir, "slow.log"), cleaner(dir, "slow", "60000000000")}}
-	signals := make(chan os.Signal, 1)
-	status := make(chan int, 1)
-	var log bytes.Buffer
-	go func() { status <- runAll(runs, signals, time.Minute, &bytes.Buffer{}, &log) }()
-	waitFiles(t, filepath.Join(dir, "slow.ready"))
+	dir, signals, status, log := slowRun(t, time.Minute)
 	signals <- syscall.SIGINT
 	waitFiles(t, filepath.Join(dir, "slow.terms")) // the run got its SIGTERM and cleans up
 	signals <- syscall.SIGINT
-	select {
-	case got := <-status:
-		if got != 130 || !strings.Contains(log.String(), "slow still runs at a second interrupt (interrupt): SIGKILL") {
-			t.Fatalf("status %d, want 130 and the SIGKILL said:\n%s", got, log.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("a second interrupt did not kill a run that cleans up for 60 s (grace 1 min):\n%s", log.String())
-	}
+	killedSaying(t, status, log, "slow still runs at a second interrupt (interrupt): SIGKILL", "a second interrupt did not kill a run (grace 1 min)")
 }
 
 func TestASignalBeforeARunStartsStartsNone(t *testing.T) {
