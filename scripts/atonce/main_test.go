@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -102,24 +103,42 @@ func TestASignalGivesEveryRunOneSIGTERMAndExits130(t *testing.T) {
 	}
 }
 
+// lockedLog is atonce's log, readable while atonce still writes it (a test that timed out prints it).
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // slowRun starts runAll on one run that cleans up for 60 s after its SIGTERM, atonce's grace being
 // grace, and returns once the run is ready for a signal: its directory, the signal channel, atonce's
-// status, and atonce's log (read it only once the status came).
-func slowRun(t *testing.T, grace time.Duration) (string, chan<- os.Signal, <-chan int, *bytes.Buffer) {
+// status, and atonce's log.
+func slowRun(t *testing.T, grace time.Duration) (string, chan<- os.Signal, <-chan int, *lockedLog) {
 	t.Helper()
 	dir := t.TempDir()
 	runs := []run{{"slow", filepath.Join(dir, "slow.log"), cleaner(dir, "slow", "60000000000")}}
 	signals := make(chan os.Signal, 1)
 	status := make(chan int, 1)
-	var log bytes.Buffer
-	go func() { status <- runAll(runs, signals, grace, &bytes.Buffer{}, &log) }()
+	log := &lockedLog{}
+	go func() { status <- runAll(runs, signals, grace, &bytes.Buffer{}, log) }()
 	waitFiles(t, filepath.Join(dir, "slow.ready"))
-	return dir, signals, status, &log
+	return dir, signals, status, log
 }
 
 // killedSaying waits for atonce's status and checks that it is 130 and that its log says want; what
-// failed to happen is named by missing when atonce has not ended within 20 s.
-func killedSaying(t *testing.T, status <-chan int, log *bytes.Buffer, want, missing string) {
+// failed to happen is named by missing, with the log, when atonce has not ended within 20 s.
+func killedSaying(t *testing.T, status <-chan int, log *lockedLog, want, missing string) {
 	t.Helper()
 	select {
 	case got := <-status:
@@ -127,7 +146,7 @@ func killedSaying(t *testing.T, status <-chan int, log *bytes.Buffer, want, miss
 			t.Fatalf("status %d, want 130 and %q said:\n%s", got, want, log.String())
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatalf("%s (the run cleans up for 60 s)", missing)
+		t.Fatalf("%s (the run cleans up for 60 s); atonce's log so far:\n%s", missing, log.String())
 	}
 }
 
