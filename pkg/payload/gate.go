@@ -7,9 +7,16 @@ import (
 	"strings"
 )
 
-// reSemVer is SemVer 2.0.0 as blang/semver (the CVO's parser) accepts it: three numbers without
-// leading zeros or a "v", then optional pre-release and build.
-var reSemVer = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$`)
+// reSemVer is SemVer 2.0.0 as blang/semver v4 (the CVO's parser) accepts it: three numbers without
+// leading zeros or a "v", then an optional pre-release of dot-separated, non-empty identifiers (a
+// numeric one without leading zeros) and optional build metadata of non-empty identifiers
+// (TestSemVerAsTheCVOParsesIt holds what blang's Parse answered).
+var reSemVer = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
+	`(?:-` + semVerID + `(?:\.` + semVerID + `)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$`)
+
+// semVerID is one pre-release identifier: a number without leading zeros, or alphanumerics with a
+// letter or hyphen.
+const semVerID = `(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)`
 
 // UpgradeGate decides like the CVO's Upgradeable precondition
 // (pkg/payload/precondition/clusterversion/upgradeable.go) whether Upgradeable=False may block an

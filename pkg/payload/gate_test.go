@@ -37,6 +37,23 @@ func TestUpgradeGateLikeTheCVOPrecondition(t *testing.T) {
 	}
 }
 
+// What blang/semver v4.0.0's Parse (the CVO's parser) answered for each case, run on 2026-12-01: a
+// version it rejects is an invalid target here too, not a gated one.
+func TestSemVerAsTheCVOParsesIt(t *testing.T) {
+	for v, valid := range map[string]bool{
+		"4.16.0": true, "4.16.0-rc.1": true, "4.16.0-0": true, "4.16.0-0a": true, "4.16.0-00a": true,
+		"4.16.0+001": true, "4.16.0-rc.1+build.5": true, "4.16.0--x": true, "4.16.0-x-": true,
+		"4.16.0-alpha.0x1": true,
+		"4.16.0-01": false, "4.16.0-alpha.01": false, "4.16.0-a..b": false, "4.16.0+a..b": false,
+		"4.16.0-": false, "4.16.0+": false, "4.16.0-.a": false, "4.16.0-a.": false, "04.1.0": false,
+		"4.16": false, "v4.16.0": false,
+	} {
+		if _, ok := parseSemVer(v); ok != valid {
+			t.Errorf("parseSemVer(%q) = %v, blang/semver v4 says %v", v, ok, valid)
+		}
+	}
+}
+
 func TestCanUpgradeIgnoresDeletesForADowngrade(t *testing.T) {
 	ok, _, err := CanUpgrade("1.2.0", "1.1.0", []string{`configmap "ns/x"`})
 	if !ok || err != nil {

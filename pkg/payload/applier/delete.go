@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,8 +40,9 @@ func (a *Applier) getLive(ctx context.Context, r payload.Resource) (*unstructure
 }
 
 // deleteTask handles a manifest annotated release.openshift.io/delete: "true". Like the CVO it never
-// waits for the object to go: ModeUpdate issues one Delete (background propagation); every later pass
-// does one Get and reports progress. Install and reconcile never issue a Delete (nothing is created).
+// waits for the object to go: ModeUpdate issues one Delete with the server's default propagation (the
+// CVO sends empty DeleteOptions, lib/resourcedelete: a batch/v1 Job's default orphans its pods); every
+// later pass does one Get and reports progress. Install and reconcile never issue a Delete.
 func (a *Applier) deleteTask(ctx context.Context, run *runState, t target) error {
 	live, found, err := a.getLive(ctx, t.resource)
 	if rec, tracked := a.state.get(t.resource); err != nil && tracked {
@@ -90,16 +90,29 @@ func (a *Applier) deleteGone(ctx context.Context, run *runState, m *payload.Mani
 	return nil
 }
 
-// deletePresent: the object exists.
+// deletePresent: the object exists. Its Delete names the UID read here (a precondition), so the applier
+// never deletes an object it has not read: one re-created under the same name since the read, or
+// between two attempts of a retried Delete, answers Conflict and is read again first.
 func (a *Applier) deletePresent(ctx context.Context, run *runState, t target, live *unstructured.Unstructured) error {
 	r, m := t.resource, t.m
 	rec, tracked := a.state.get(r)
+	if tracked && rec.InProgress() && !rec.isFor(live) {
+		// The object whose delete was requested is gone; this one was created since.
+		rec.Verified = timePtr(a.opts.Now())
+		if err := a.state.set(ctx, rec); err != nil {
+			return err
+		}
+		a.message(run, m, SeverityInfo, payload.MsgDeleteCompleted(r))
+	}
 	if tracked && !rec.InProgress() {
 		a.message(run, m, SeverityWarning, payload.MsgReappeared(r, *rec.Verified))
-		run.setOutcome(m, OutcomeReappeared)
-		return nil
-	}
-	if tracked {
+		if run.mode != ModeUpdate {
+			run.setOutcome(m, OutcomeReappeared)
+			return nil
+		}
+		// An update deletes it again: the payload still marks it, and the CVO, which every update
+		// restarts, would hold no record of the earlier delete and request this one.
+	} else if tracked {
 		if dt := live.GetDeletionTimestamp(); dt != nil {
 			rec.Expected = timePtr(dt.Time)
 			if err := a.state.set(ctx, rec); err != nil {
@@ -117,9 +130,7 @@ func (a *Applier) deletePresent(ctx context.Context, run *runState, t target, li
 		run.setOutcome(m, OutcomeDeleteNotRequested)
 		return nil
 	}
-	err := a.retry(ctx, transient, func() error {
-		return a.c.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	})
+	live, err := a.requestDelete(ctx, r, live)
 	now := a.opts.Now()
 	// Once the Delete went out, its record is written even if the pass is cancelled meanwhile (a newer
 	// payload, the process stopping): otherwise the next pass would not know it requested it.
@@ -137,7 +148,7 @@ func (a *Applier) deletePresent(ctx context.Context, run *runState, t target, li
 	if err != nil {
 		return fmt.Errorf("delete request for %s failed: %w", r, err)
 	}
-	rec = DeleteRecord{Resource: r, Requested: timePtr(now)}
+	rec = DeleteRecord{Resource: r, Requested: timePtr(now), UID: live.GetUID()}
 	if dt := live.GetDeletionTimestamp(); dt != nil {
 		rec.Expected = timePtr(dt.Time)
 	}
@@ -147,6 +158,34 @@ func (a *Applier) deletePresent(ctx context.Context, run *runState, t target, li
 	a.message(run, m, SeverityInfo, payload.MsgDeleteRequested(r))
 	run.setOutcome(m, OutcomeDeleteRequested)
 	return nil
+}
+
+// rereads bounds how often one pass reads an object again because it was re-created while its
+// delete was being requested.
+const rereads = 3
+
+// requestDelete deletes live, preconditioned on its UID, and returns the object the Delete was issued
+// for. A Conflict (the UID no longer matches: the object was re-created) is not retried as such: the
+// object is read again and that one is deleted, as a pass that read it would (the payload marks it).
+// NotFound means it is gone.
+func (a *Applier) requestDelete(ctx context.Context, r payload.Resource, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	for read := 1; ; read++ {
+		uid := live.GetUID()
+		err := a.retry(ctx, func(err error) bool { return transient(err) && !apierrors.IsConflict(err) }, func() error {
+			return a.c.Delete(ctx, live, client.Preconditions{UID: &uid})
+		})
+		if !apierrors.IsConflict(err) || read == rereads {
+			return live, err
+		}
+		fresh, found, gerr := a.getLive(ctx, r)
+		if gerr != nil {
+			return live, fmt.Errorf("%w; reading it again: %v", err, gerr)
+		}
+		if !found {
+			return live, apierrors.NewNotFound(schema.GroupResource{Group: r.Group, Resource: r.Kind}, r.Name)
+		}
+		live = fresh
+	}
 }
 
 // refreshOrphanDeletes checks unverified deletions whose manifests are not in p (the payload moved
@@ -175,14 +214,15 @@ func (a *Applier) verifyInProgress(ctx context.Context, run *runState) []string 
 	return a.state.inProgressNames()
 }
 
-// checkDelete marks rec verified if its object is gone (or its kind is no longer served).
+// checkDelete marks rec verified if its object is gone (or its kind is no longer served, or the object
+// of that name is another one, created since).
 func (a *Applier) checkDelete(ctx context.Context, run *runState, rec DeleteRecord) {
-	_, found, err := a.getLive(ctx, rec.Resource)
+	live, found, err := a.getLive(ctx, rec.Resource)
 	if err != nil && !isNoMatch(err) {
 		a.message(run, nil, SeverityWarning, fmt.Sprintf("Cannot check delete progress of %s: %v", rec.Resource, err))
 		return
 	}
-	if found {
+	if found && rec.isFor(live) {
 		return
 	}
 	rec.Verified = timePtr(a.opts.Now())

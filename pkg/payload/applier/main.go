@@ -132,6 +132,15 @@ func Main(ctx context.Context, cfg *rest.Config, args []string, getenv func(stri
 				mode = ModeUpdate
 			}
 		}
+		if lastHash == "" && mode == ModeUpdate {
+			// A restart on the payload it last applied completely reconciles, as the CVO does
+			// (ClusterVersion's history says Completed): an update's deletes are for a new payload.
+			if s, err := a.State(ctx); err != nil {
+				return err
+			} else if s.Hash == p.Hash && s.Target == "" {
+				mode = ModeReconcile
+			}
+		}
 		if lastHash != "" {
 			switch {
 			case p.Hash != lastHash:

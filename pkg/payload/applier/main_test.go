@@ -124,6 +124,33 @@ var _ = Describe("Main", func() {
 			clusteroperator.HaveCondition("Degraded", "False", payload.ReasonAsExpected)))
 	})
 
+	// As the CVO after a restart on a completed payload (it reconciles): an update's deletes are for a
+	// new payload, so a restart alone deletes nothing, and the next update does.
+	It("reconciles after a restart on the payload it applied completely, and deletes at the next update", func() {
+		marked := func(version string) string {
+			return pt.New(version).
+				File("0000_05_app_00_ns.yaml", pt.Namespace(appNS)).
+				File("0000_10_app_00_cm.yaml", pt.Delete(pt.ConfigMap(appNS, "back", nil))).
+				MustWrite(GinkgoT().TempDir())
+		}
+		run := func(dir string) {
+			GinkgoHelper()
+			Expect(applier.Main(ctx, cfg, []string{"--payload", dir, "--cluster-operator", coName}, getenv)).To(Succeed())
+		}
+		v1 := marked("1.0.0")
+		Expect(applier.Main(ctx, cfg, []string{"--payload", v1, "--mode", "install", "--cluster-operator", coName}, getenv)).To(Succeed())
+		Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: "back"}})).To(Succeed())
+
+		By("a restart on 1.0.0 (--mode update, the default) reconciles: the object stays")
+		run(v1)
+		Expect(getObj(ctx, "v1", "ConfigMap", appNS, "back")).Error().NotTo(HaveOccurred())
+
+		By("the update to 1.1.0 deletes it")
+		run(marked("1.1.0"))
+		_, err := getObj(ctx, "v1", "ConfigMap", appNS, "back")
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "configmap %s/back after the update: %v", appNS, err)
+	})
+
 	It("rejects bad flags", func() {
 		for _, args := range [][]string{
 			{"--mode=install"},

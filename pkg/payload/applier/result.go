@@ -187,7 +187,9 @@ type UpgradeBlockedError struct {
 }
 
 func (e *UpgradeBlockedError) Error() string {
-	return fmt.Sprintf("Precondition %q failed because of %q: %s", "ClusterOperatorUpgradeable",
+	// The CVO's precondition and its words (pkg/payload/precondition/clusterversion/upgradeable.go
+	// Name, precondition.go Summarize).
+	return fmt.Sprintf("Precondition %q failed because of %q: %s", "ClusterVersionUpgradeable",
 		payload.ReasonResourceDeletionInProgress, e.Message)
 }
 

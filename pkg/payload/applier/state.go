@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,10 +26,26 @@ type DeleteRecord struct {
 	Expected *time.Time `json:"expected,omitempty"`
 	// Verified is when the object was seen gone; nil while the deletion is in progress.
 	Verified *time.Time `json:"verified,omitempty"`
+	// UID is the UID of the object the Delete was issued for: an object of the same name with another
+	// UID was created since and is not the one deleted. Empty when the object was found absent, and
+	// in records written before UIDs were kept.
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // InProgress reports whether the deletion is unverified.
 func (d DeleteRecord) InProgress() bool { return d.Verified == nil }
+
+// isFor reports whether live is the object d's Delete was issued for. A record without a UID (written
+// before they were kept) goes by the creation time: an object created after the Delete was requested
+// is another one. Without this a re-created object kept its name's pending delete, and so
+// Upgradeable=False, for ever.
+func (d DeleteRecord) isFor(live metav1.Object) bool {
+	if d.UID != "" {
+		return live.GetUID() == d.UID
+	}
+	created := live.GetCreationTimestamp()
+	return d.Requested == nil || created.IsZero() || !created.After(*d.Requested)
+}
 
 // State is what the applier persists between passes and restarts.
 type State struct {

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
@@ -130,10 +131,11 @@ func (d *driver) compareState() error {
 		return err
 	}
 	var got [numObjects]record
+	var uids [numObjects]types.UID
 	for _, rec := range st.Deletes {
 		for i := range numObjects {
 			if rec.Resource.Key() == resourceOf(i).Key() {
-				got[i] = verified
+				got[i], uids[i] = verified, rec.UID
 				if rec.InProgress() {
 					got[i] = pending
 				}
@@ -150,6 +152,16 @@ func (d *driver) compareState() error {
 		}
 		if l != d.model.objects[i] {
 			return fmt.Errorf("o%d in the cluster: %s, model %s", i, l, d.model.objects[i])
+		}
+		if got[i] != pending || l == absent {
+			continue
+		}
+		o, err := d.get(i)
+		if err != nil {
+			return err
+		}
+		if same, want := o.GetUID() == uids[i], d.model.recFor[i] == d.model.uid[i]; same != want {
+			return fmt.Errorf("o%d: the pending delete is for the live object (UID %s, record %s): applier %v, model %v", i, o.GetUID(), uids[i], same, want)
 		}
 	}
 	if st.Version != d.model.version {

@@ -15,6 +15,9 @@ import (
 //   - a manifest applied again (not marked) ends its object's record (the CVO never does; its
 //     restart on every upgrade hides that);
 //   - a pending record whose manifest left the payload is still checked each pass;
+//   - a record knows the object it deleted by UID: an object re-created under the name completes a
+//     pending delete, and an update deletes an object that is back after a verified one (the CVO,
+//     restarted by every update, holds no record then and deletes it as untracked);
 //   - the update under way is persisted (State.Target) where the CVO keeps it in ClusterVersion's
 //     status.desired: either way the precondition compares a later update with it.
 
@@ -43,7 +46,9 @@ func (l live) String() string { return [...]string{"absent", "present", "termina
 type model struct {
 	objects [numObjects]live
 	held    [numObjects]bool // the live object carries the hold finalizer
+	uid     [numObjects]int  // which object of that name is live: each create makes a new one
 	records [numObjects]record
+	recFor  [numObjects]int // the uid a record's Delete was issued for (0: none, found absent)
 	version string // last completely applied payload
 	target  string // an update started and not completed since ("" when none): the precondition's "from"
 }
@@ -58,7 +63,7 @@ type expectation struct {
 func (m *model) pass(p payloadSpec, mode applier.Mode) expectation {
 	var exp expectation
 	for i, man := range p.manifests {
-		if man == noManifest && m.records[i] == pending && m.objects[i] == absent {
+		if man == noManifest && m.records[i] == pending && m.gone(i) {
 			m.records[i] = verified
 		}
 	}
@@ -71,7 +76,7 @@ func (m *model) pass(p payloadSpec, mode applier.Mode) expectation {
 	if mode == applier.ModeUpdate && (gated(from, p.version) || retarget) {
 		stillPending := false
 		for i := range m.records {
-			if m.records[i] == pending && m.objects[i] == absent {
+			if m.records[i] == pending && m.gone(i) {
 				m.records[i] = verified
 			}
 			stillPending = stillPending || m.records[i] == pending
@@ -107,11 +112,19 @@ func (m *model) pass(p payloadSpec, mode applier.Mode) expectation {
 	return exp
 }
 
+// gone: the object a pending record's Delete was issued for no longer exists (absent, or another
+// object of that name was created since).
+func (m *model) gone(i int) bool { return m.objects[i] == absent || m.uid[i] != m.recFor[i] }
+
 // deleteTask is one marked manifest: the CVO's rules.
 func (m *model) deleteTask(i int, mode applier.Mode) applier.Outcome {
+	if m.records[i] == pending && m.objects[i] != absent && m.gone(i) {
+		m.records[i] = verified // a re-created object: the delete requested is complete
+	}
 	switch {
+	case m.records[i] == verified && m.objects[i] != absent && mode != applier.ModeUpdate:
+		return applier.OutcomeReappeared // a warning; an update deletes it again
 	case m.records[i] == verified && m.objects[i] != absent:
-		return applier.OutcomeReappeared // warning only, never deleted again
 	case m.records[i] == verified:
 		return applier.OutcomeDeleted
 	case m.records[i] == pending && m.objects[i] == absent:
@@ -120,12 +133,12 @@ func (m *model) deleteTask(i int, mode applier.Mode) applier.Outcome {
 	case m.records[i] == pending:
 		return applier.OutcomeDeleteInProgress
 	case m.objects[i] == absent:
-		m.records[i] = verified // "not found" warning
+		m.records[i], m.recFor[i] = verified, 0 // "not found" warning
 		return applier.OutcomeDeleted
 	case mode != applier.ModeUpdate:
 		return applier.OutcomeDeleteNotRequested
 	}
-	m.records[i] = pending
+	m.records[i], m.recFor[i] = pending, m.uid[i]
 	if m.held[i] {
 		m.objects[i] = terminating
 	} else {
@@ -138,6 +151,7 @@ func (m *model) deleteTask(i int, mode applier.Mode) applier.Outcome {
 func (m *model) apply(i int) {
 	if m.objects[i] == absent {
 		m.objects[i] = present
+		m.uid[i]++
 	}
 	if m.objects[i] == present {
 		m.held[i] = heldByManifest(i)
@@ -159,6 +173,7 @@ func (m *model) externalDelete(i int) { m.objects[i], m.held[i] = absent, false 
 func (m *model) externalCreate(i int) {
 	if m.objects[i] == absent {
 		m.objects[i], m.held[i] = present, false
+		m.uid[i]++
 	}
 }
 
