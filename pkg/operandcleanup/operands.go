@@ -59,8 +59,11 @@ func lessOperand(a, b operand) bool {
 
 // anyOperandLive asks the API server (not the cache) whether any operand of the plan still exists. It is
 // the last check before the CSV finalizer is removed, so a CR created after a pass listed its namespace is
-// not missed.
-// The per-namespace lists run concurrently under the delete semaphore.
+// not missed. It counts only what the plan may delete (plan.allows), as the pass does: an operand another
+// installation also serves stays by design (sharedOperands), and counting it kept the CSV waiting for
+// ever, with nothing pending to say why. A namespace an exclusion covers is not listed; a cluster-wide
+// list of a type with exclusions is paged until an allowed operand turns up.
+// The lists run concurrently under the delete semaphore.
 func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) {
 	type query struct {
 		t  operandType
@@ -69,6 +72,9 @@ func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) 
 	var qs []query
 	for _, t := range p.types {
 		for _, ns := range listNamespaces(p, t) {
+			if ns != "" && p.excluded[t.gvk.GroupKind()].covers(ns) {
+				continue
+			}
 			qs = append(qs, query{t, ns})
 		}
 	}
@@ -96,19 +102,14 @@ func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) 
 		wg.Add(1)
 		go func(q query) {
 			defer func() { <-r.deleteSem; wg.Done() }()
-			l := metadataList(q.t.gvk)
-			opts := []client.ListOption{client.Limit(1)}
-			if q.ns != "" {
-				opts = append(opts, client.InNamespace(q.ns))
-			}
-			err := r.live.List(ctx, l, opts...)
+			live, err := r.allowedOperandIn(ctx, p, q.t, q.ns)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil && first == nil && !found:
 				first = fmt.Errorf("verifying %s in %q: %w", q.t.gvk.GroupKind(), q.ns, err)
 				cancel()
-			case err == nil && (len(l.Items) > 0 || l.Continue != ""):
+			case err == nil && live:
 				found = true
 				cancel()
 			}
@@ -122,6 +123,35 @@ func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) 
 		return false, first
 	}
 	return false, ctx.Err()
+}
+
+// allowedOperandIn reports whether the list of t in ns ("" cluster-wide) holds an operand the plan may
+// delete: one item is enough to answer when the type has no exclusions, else it pages.
+func (r *Reconciler) allowedOperandIn(ctx context.Context, p *plan, t operandType, ns string) (bool, error) {
+	gk := t.gvk.GroupKind()
+	limit := int64(1)
+	if p.excluded[gk] != nil {
+		limit = r.listLimit()
+	}
+	cont := ""
+	for {
+		l := metadataList(t.gvk)
+		opts := []client.ListOption{client.Limit(limit), client.Continue(cont)}
+		if ns != "" {
+			opts = append(opts, client.InNamespace(ns))
+		}
+		if err := r.live.List(ctx, l, opts...); err != nil {
+			return false, err
+		}
+		for i := range l.Items {
+			if p.allows(gk, l.Items[i].Namespace) == nil {
+				return true, nil
+			}
+		}
+		if cont = l.Continue; cont == "" {
+			return false, nil
+		}
+	}
 }
 
 // deleteOne deletes one operand by name, only if it is still the object that was listed (UID precondition).

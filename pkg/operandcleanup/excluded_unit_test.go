@@ -1,0 +1,126 @@
+package operandcleanup
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// widgetsReader is an API server of one CRD (widgets.g), some CSVs and Widgets (metadata only), which
+// pages lists as the API server does (Limit, Continue).
+type widgetsReader struct {
+	csvs    []v1alpha1.ClusterServiceVersion
+	widgets []metav1.PartialObjectMetadata
+	lists   int
+}
+
+var widgetsCRD = &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.g"},
+	Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "g", Scope: apiextensionsv1.NamespaceScoped,
+		Names:    apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget", Plural: "widgets"},
+		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}}}}
+
+func (s *widgetsReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if c, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok && key.Name == widgetsCRD.Name {
+		*c = *widgetsCRD.DeepCopy()
+		return nil
+	}
+	return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+}
+
+func (s *widgetsReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := &client.ListOptions{}
+	lo.ApplyOptions(opts)
+	switch l := list.(type) {
+	case *v1alpha1.ClusterServiceVersionList:
+		for _, c := range s.csvs {
+			if (lo.LabelSelector == nil || lo.LabelSelector.Matches(labels.Set(c.Labels))) && (lo.Namespace == "" || lo.Namespace == c.Namespace) {
+				l.Items = append(l.Items, c)
+			}
+		}
+	case *metav1.PartialObjectMetadataList:
+		s.lists++
+		var items []metav1.PartialObjectMetadata
+		for _, w := range s.widgets {
+			if lo.Namespace == "" || lo.Namespace == w.Namespace {
+				items = append(items, w)
+			}
+		}
+		sort.Slice(items, func(i, j int) bool { return items[i].Namespace+"/"+items[i].Name < items[j].Namespace+"/"+items[j].Name })
+		from, _ := strconv.Atoi(lo.Continue)
+		items = items[min(from, len(items)):]
+		if lo.Limit > 0 && int64(len(items)) > lo.Limit {
+			items = items[:lo.Limit]
+			l.Continue = strconv.Itoa(from + int(lo.Limit))
+		}
+		l.Items = items
+	}
+	return nil // OperatorGroups: none
+}
+
+func widgetCSV(ns, uid, targets string) v1alpha1.ClusterServiceVersion {
+	c := v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "widget.v1", UID: types.UID(uid),
+		Annotations: map[string]string{targetNamespacesAnno: targets}}}
+	c.Spec.CustomResourceDefinitions.Owned = []v1alpha1.CRDDescription{{Name: "widgets.g", Version: "v1", Kind: "Widget"}}
+	c.Spec.Cleanup.Enabled = true
+	return c
+}
+
+func widgetIn(ns, name string) metav1.PartialObjectMetadata {
+	return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name)}}
+}
+
+// The last check before a CSV's finalizer goes counts only what its plan may delete. It counted the
+// operands another installation also serves, which the pass leaves by design (invariant 3): with a
+// second widget installation in team-a (OLM rejects an intersecting one, but its CSV stays), the
+// uninstall of the first found nothing pending and requeued every second for ever, its status silent.
+// It must still see an allowed operand created after the pass, also behind excluded ones on a later
+// page of a cluster-wide list.
+func TestTheLastCheckCountsOnlyWhatThePlanMayDelete(t *testing.T) {
+	shared := widgetCSV("team-a", "y", "team-a")
+	for _, c := range []struct {
+		name    string
+		csv     v1alpha1.ClusterServiceVersion
+		targets string
+		created []metav1.PartialObjectMetadata // after the pass
+		live    bool
+	}{
+		{name: "global", csv: widgetCSV("operators", "x", ""), live: false},
+		{name: "global, an allowed widget behind excluded ones", csv: widgetCSV("operators", "x", ""), live: true,
+			created: []metav1.PartialObjectMetadata{widgetIn("team-a", "w2"), widgetIn("team-a", "w3"), widgetIn("team-b", "w4")}},
+		{name: "namespaced", csv: widgetCSV("op", "x", "a,team-a"), targets: "a,team-a", live: false},
+		{name: "namespaced, an allowed widget", csv: widgetCSV("op", "x", "a,team-a"), targets: "a,team-a", live: true,
+			created: []metav1.PartialObjectMetadata{widgetIn("a", "w2")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := &widgetsReader{csvs: []v1alpha1.ClusterServiceVersion{c.csv, shared}, widgets: []metav1.PartialObjectMetadata{widgetIn("team-a", "w1")}}
+			p, err := buildPlan(ctx, s, s, &c.csv, parseTargets(c.targets, "test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.allows(schema.GroupKind{Group: "g", Kind: "Widget"}, "team-a") == nil {
+				t.Fatalf("the plan may delete team-a's widgets, which CSV team-a/widget.v1 also serves (notes %q)", p.notes)
+			}
+			r := &Reconciler{opts: Options{}.withDefaults(), live: s, deleteSem: make(chan struct{}, 4), pageSize: 2}
+			res, err := r.runPass(ctx, &c.csv, p)
+			if err != nil || res.pending != 0 || res.deleted != 0 {
+				t.Fatalf("the pass: pending %d, deleted %d, %v; want nothing to do", res.pending, res.deleted, err)
+			}
+			s.widgets = append(s.widgets, c.created...)
+			live, err := r.anyOperandLive(ctx, p)
+			if err != nil || live != c.live {
+				t.Fatalf("anyOperandLive = %v, %v; want %v (widgets %d: team-a's are another installation's)", live, err, c.live, len(s.widgets))
+			}
+		})
+	}
+}
