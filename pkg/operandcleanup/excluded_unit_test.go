@@ -55,7 +55,9 @@ func (s *widgetsReader) List(_ context.Context, list client.ObjectList, opts ...
 				items = append(items, w)
 			}
 		}
-		sort.Slice(items, func(i, j int) bool { return items[i].Namespace+"/"+items[i].Name < items[j].Namespace+"/"+items[j].Name })
+		sort.Slice(items, func(i, j int) bool {
+			return items[i].Namespace+"/"+items[i].Name < items[j].Namespace+"/"+items[j].Name
+		})
 		from, _ := strconv.Atoi(lo.Continue)
 		items = items[min(from, len(items)):]
 		if lo.Limit > 0 && int64(len(items)) > lo.Limit {

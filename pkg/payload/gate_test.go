@@ -44,7 +44,7 @@ func TestSemVerAsTheCVOParsesIt(t *testing.T) {
 		"4.16.0": true, "4.16.0-rc.1": true, "4.16.0-0": true, "4.16.0-0a": true, "4.16.0-00a": true,
 		"4.16.0+001": true, "4.16.0-rc.1+build.5": true, "4.16.0--x": true, "4.16.0-x-": true,
 		"4.16.0-alpha.0x1": true,
-		"4.16.0-01": false, "4.16.0-alpha.01": false, "4.16.0-a..b": false, "4.16.0+a..b": false,
+		"4.16.0-01":        false, "4.16.0-alpha.01": false, "4.16.0-a..b": false, "4.16.0+a..b": false,
 		"4.16.0-": false, "4.16.0+": false, "4.16.0-.a": false, "4.16.0-a.": false, "04.1.0": false,
 		"4.16": false, "v4.16.0": false,
 	} {

@@ -49,8 +49,8 @@ type model struct {
 	uid     [numObjects]int  // which object of that name is live: each create makes a new one
 	records [numObjects]record
 	recFor  [numObjects]int // the uid a record's Delete was issued for (0: none, found absent)
-	version string // last completely applied payload
-	target  string // an update started and not completed since ("" when none): the precondition's "from"
+	version string          // last completely applied payload
+	target  string          // an update started and not completed since ("" when none): the precondition's "from"
 }
 
 // expectation is what one pass must do.
