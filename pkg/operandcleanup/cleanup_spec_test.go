@@ -80,6 +80,36 @@ var _ = Describe("cleanup on uninstall", func() {
 		Expect(b.Status.Phase).To(Equal(v1alpha1.CSVPhaseSucceeded))
 	})
 
+	// Invariant 3 with overlapping targets: a global installation and one in a namespace it also serves
+	// (OLM rejects the second as intersecting, but its CSV stays). Whichever is uninstalled leaves the
+	// operands the other serves, and completes: its last check once counted those and waited for ever.
+	DescribeTable("an uninstall whose targets overlap another installation's leaves the shared operands and completes",
+		func(uninstallGlobal bool) {
+			globalNS, teamNS, otherNS := newNamespace("overlap-global"), newNamespace("overlap-team"), newNamespace("overlap-other")
+			global := createCSV(globalNS, "op.v1", cleanupEnabled(true), targetNamespaces(""), owns(widgetKind))
+			team := createCSV(teamNS, "op.v1", cleanupEnabled(true), targetNamespaces(teamNS), owns(widgetKind))
+			Eventually(csvFinalizers(keyOf(global))).Should(ContainElement(Finalizer))
+			Eventually(csvFinalizers(keyOf(team))).Should(ContainElement(Finalizer))
+			shared, others := createOperands(widgetKind, teamNS, "w", 2), createOperands(widgetKind, otherNS, "w", 2)
+
+			gone, kept := global, team
+			if !uninstallGlobal {
+				gone, kept = team, global
+			}
+			deleteCSV(gone)
+			Eventually(csvGone(keyOf(gone))).Should(BeTrue(), "the uninstall of %s must complete with the shared operands left", keyOf(gone))
+			expectAll(shared, "present")
+			if uninstallGlobal {
+				expectAll(others, "absent")
+			} else {
+				expectAll(others, "present")
+			}
+			Expect(getCSV(keyOf(kept)).DeletionTimestamp).To(BeNil())
+		},
+		Entry("the global one", true),
+		Entry("the one in the namespace the global one also serves", false),
+	)
+
 	It("reports bounded pending CRs in status, metrics and conditions until the operator lets go", func() {
 		ns := newNamespace("pending")
 		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))

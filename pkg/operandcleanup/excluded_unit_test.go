@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -105,10 +106,16 @@ func TestTheLastCheckCountsOnlyWhatThePlanMayDelete(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := &widgetsReader{csvs: []v1alpha1.ClusterServiceVersion{c.csv, shared}, widgets: []metav1.PartialObjectMetadata{widgetIn("team-a", "w1")}}
+			// elsewhere serves none of the namespaced plan's targets; listed after shared, it once got
+			// named in the notes beside it.
+			elsewhere := widgetCSV("z", "z", "z")
+			s := &widgetsReader{csvs: []v1alpha1.ClusterServiceVersion{c.csv, shared, elsewhere}, widgets: []metav1.PartialObjectMetadata{widgetIn("team-a", "w1")}}
 			p, err := buildPlan(ctx, s, s, &c.csv, parseTargets(c.targets, "test"))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if notes := strings.Join(p.notes, "; "); c.targets != "" && strings.Contains(notes, "z/widget.v1") {
+				t.Fatalf("the notes name CSV z/widget.v1, which serves none of the targets %s: %q", c.targets, notes)
 			}
 			if p.allows(schema.GroupKind{Group: "g", Kind: "Widget"}, "team-a") == nil {
 				t.Fatalf("the plan may delete team-a's widgets, which CSV team-a/widget.v1 also serves (notes %q)", p.notes)

@@ -117,21 +117,22 @@ func (p *plan) exclude(t operandType, ot targets, by types.NamespacedName) {
 	if ex == nil {
 		ex = &exclusion{namespaces: map[string]bool{}, by: map[string]bool{}}
 	}
+	serves := false // some of the plan's targets: only then is by named in the notes
 	switch {
 	case !t.namespaced || (ot.all && p.targets.all):
-		ex.all = true
+		ex.all, serves = true, true
 	case ot.all:
 		for _, ns := range p.targets.namespaces {
-			ex.namespaces[ns] = true
+			ex.namespaces[ns], serves = true, true
 		}
 	default:
 		for _, ns := range ot.namespaces {
 			if p.targets.contains(ns) {
-				ex.namespaces[ns] = true
+				ex.namespaces[ns], serves = true, true
 			}
 		}
 	}
-	if !ex.all && len(ex.namespaces) == 0 {
+	if !serves {
 		return
 	}
 	ex.by[by.String()] = true
