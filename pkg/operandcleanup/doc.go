@@ -9,7 +9,8 @@
 //   - Only the installation is acted on: copied CSVs (label olm.copiedFrom, status.reason Copied) are not
 //     even cached, and never get the finalizer.
 //   - spec.cleanup.enabled true ⇒ finalizer operatorframework.io/cleanup-apis; false/unset ⇒ none (removed
-//     if present). Setting it false while the CSV is pending deletion aborts the cleanup at once.
+//     if present). Setting it false while the CSV is pending deletion aborts the cleanup: no Delete
+//     goes out on a check older than 1 s (below).
 //   - Deleted: instances of spec.customresourcedefinitions.owned, resolved by name from the live CRD
 //     (group, served version, kind, scope), in the target namespaces: annotation olm.targetNamespaces,
 //     else status.namespaces of the single OperatorGroup of the CSV's namespace; "" = all namespaces.
@@ -40,9 +41,9 @@
 //     down) or whose labels no longer name a CSV. No RBAC object is ever created or changed otherwise, so
 //     the controller's ClusterRole needs only get/list/watch/patch on clusterroles/clusterrolebindings
 //     (finalizer-only patches are exempt from the escalation checks): no create, escalate or bind.
-//   - Safety: operands are deleted with a UID precondition; before a page of deletes (at most 1 s
-//     after the previous check) the CSV, its successors, targets and owned/required CRDs are re-read
-//     from the API server; each object is re-checked against that plan. The finalizer is removed only
+//   - Safety: operands are deleted with a UID precondition; before each Delete whose last check is
+//     1 s old or more, the CSV, its successors, targets and owned/required CRDs are re-read from the
+//     API server; each object is re-checked against that plan. The finalizer is removed only
 //     after a live list confirms that no operand is left.
 //
 // # Safety invariants
@@ -69,9 +70,10 @@
 //  6. RBAC is held only for a CSV that, read live, still wants it (invariant 1's CSV conditions minus the
 //     deletion): a reconcile working from a stale cache never holds the RBAC of a finished cleanup again.
 //
-// The one window left: between a live re-verification and the Delete calls that rely on it (at most 1 s
-// of a pass, or one page of 500), a new successor or installation can appear; the pass still deletes what
-// it verified, then stops at the next check.
+// The one window left: between a live re-verification and the Deletes that rely on it (sent within 1 s
+// of it, plus the time a Delete already sent takes), a new successor or installation can appear; the
+// pass still deletes what it verified, then stops at the next check. (It was a page of up to 500
+// Deletes, ≈ 10 s at the client's rate limit, until each Delete checked the verification's age.)
 //
 // # Decisions where the enhancement and the operator-framework/api types differ (the API wins)
 //

@@ -24,7 +24,7 @@ import (
 // its plan (verifyLive) that is at most defaultReverifyEvery old; a changed CSV or plan stops the pass
 // before the next page is deleted.
 const (
-	// defaultReverifyEvery bounds the age of the live verification a page's deletes rely on.
+	// defaultReverifyEvery bounds the age of the live verification each Delete relies on.
 	defaultReverifyEvery = time.Second
 	// pagesInFlight is how many pages may have deletes running at once (the next page is being listed meanwhile).
 	pagesInFlight = 2
@@ -80,9 +80,8 @@ func (r *Reconciler) runPass(ctx context.Context, csv *v1alpha1.ClusterServiceVe
 	var (
 		res      passResult
 		inflight []*pageDeletes
-		verified time.Time
-		fresh    *plan
 	)
+	v := &verification{every: r.reverifyEvery, verify: func(ctx context.Context) (*plan, bool, error) { return r.verifyLive(ctx, csv, p) }}
 	fold := func(pd *pageDeletes) {
 		pd.wg.Wait()
 		for i, o := range pd.ops {
@@ -111,17 +110,11 @@ func (r *Reconciler) runPass(ctx context.Context, csv *v1alpha1.ClusterServiceVe
 		if pg.err != nil {
 			return abort(pg.err)
 		}
-		if needsDelete(pg.ops) && time.Since(verified) >= r.reverifyEvery {
-			f, ok, err := r.verifyLive(ctx, csv, p)
-			if err != nil {
-				return abort(err)
-			}
-			if !ok {
-				return abort(errPlanChanged)
-			}
-			fresh, verified = f, time.Now()
+		pd := r.deletePage(ctx, v, pg.ops)
+		inflight = append(inflight, pd)
+		if pd.stop != nil {
+			return abort(pd.stop)
 		}
-		inflight = append(inflight, r.deletePage(ctx, fresh, pg.ops))
 		for len(inflight) > pagesInFlight {
 			fold(inflight[0])
 			inflight = inflight[1:]
@@ -202,27 +195,65 @@ type pageDeletes struct {
 	mu      sync.Mutex
 	deleted int
 	errs    []error
+	// stop ends the pass: the plan no longer holds, or could not be verified.
+	stop error
 }
 
-// deletePage starts a Delete for every operand of the page not yet being deleted, re-checked against
-// fresh (the live plan); wait on wg before reading the results.
-func (r *Reconciler) deletePage(ctx context.Context, fresh *plan, ops []operand) *pageDeletes {
+// verification is the pass's last live re-verification of its plan (verifyLive), renewed once it is
+// reverifyEvery old: every Delete goes out on a verification at most that old, however long a page's
+// Deletes wait for the semaphore and the client's rate limit (a page of 500 at 50 requests/s takes
+// ≈ 10 s: checking once a page let a Delete go out that long after a successor appeared).
+type verification struct {
+	every  time.Duration
+	verify func(context.Context) (*plan, bool, error) // Reconciler.verifyLive of the pass's CSV and plan
+	fresh  *plan
+	at     time.Time
+}
+
+// current returns the live plan, verified again if the last verification is too old; errPlanChanged
+// when the CSV, its successors, targets or CRDs no longer allow the plan.
+func (v *verification) current(ctx context.Context) (*plan, error) {
+	if v.fresh != nil && time.Since(v.at) < v.every {
+		return v.fresh, nil
+	}
+	f, ok, err := v.verify(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errPlanChanged
+	}
+	v.fresh, v.at = f, time.Now()
+	return f, nil
+}
+
+// deletePage starts a Delete for every operand of the page not yet being deleted, each re-checked
+// against the live plan right before it goes (v.current); wait on wg before reading the results. stop
+// is set when the plan no longer holds (or could not be verified): no Delete of the page went out after.
+func (r *Reconciler) deletePage(ctx context.Context, v *verification, ops []operand) *pageDeletes {
 	pd := &pageDeletes{ops: ops, gone: make([]bool, len(ops))}
 	for i, o := range ops {
 		if o.deleting {
-			continue
-		}
-		if verr := fresh.allows(o.gvk.GroupKind(), o.namespace); verr != nil {
-			// Never reached with a correct lister; refuse rather than delete outside the plan.
-			pd.mu.Lock()
-			pd.errs = append(pd.errs, fmt.Errorf("refusing to delete %s: %w", o, verr))
-			pd.mu.Unlock()
 			continue
 		}
 		select {
 		case r.deleteSem <- struct{}{}:
 		case <-ctx.Done():
 			return pd // the rest stay pending
+		}
+		fresh, err := v.current(ctx)
+		if err != nil {
+			<-r.deleteSem
+			pd.stop = err
+			return pd
+		}
+		if verr := fresh.allows(o.gvk.GroupKind(), o.namespace); verr != nil {
+			// Never reached with a correct lister; refuse rather than delete outside the plan.
+			pd.mu.Lock()
+			pd.errs = append(pd.errs, fmt.Errorf("refusing to delete %s: %w", o, verr))
+			pd.mu.Unlock()
+			<-r.deleteSem
+			continue
 		}
 		pd.wg.Add(1)
 		go func() {

@@ -3,6 +3,7 @@ package operandcleanup
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// deleted runs deletePage and waits for its deletes.
+// deleted runs deletePage on p, verified just now and for the whole page, and waits for its deletes.
 func deleted(r *Reconciler, p *plan, ops []operand) *pageDeletes {
-	pd := r.deletePage(ctx, p, ops)
+	pd := r.deletePage(ctx, &verification{every: time.Hour, fresh: p, at: time.Now()}, ops)
 	pd.wg.Wait()
 	return pd
 }
@@ -49,6 +50,27 @@ var _ = Describe("delete safety", func() {
 		Expect(pd.errs).To(BeEmpty())
 		Expect(pd.gone).To(Equal([]bool{false}))
 		Expect(operandState(again)).To(Equal("present"))
+	})
+
+	// A page's Deletes wait for the semaphore and the client's rate limit (a page of 500 took ≈ 10 s):
+	// each goes out on a verification at most reverifyEvery old, and none after one that fails.
+	It("verifies the plan again before a Delete once the last verification is too old, and stops when it fails", func() {
+		ws := createOperands(widgetKind, ns, "stale", 3)
+		var ops []operand
+		for _, w := range ws {
+			ops = append(ops, operand{gvk: gvk, namespace: ns, name: w.GetName(), uid: w.GetUID()})
+		}
+		verifications := 0
+		v := &verification{every: 0, verify: func(context.Context) (*plan, bool, error) {
+			verifications++
+			return p, verifications == 1, nil // a successor appears after the first Delete
+		}}
+		pd := r.deletePage(ctx, v, ops)
+		pd.wg.Wait()
+		Expect(pd.stop).To(MatchError(errPlanChanged))
+		Expect(verifications).To(Equal(2), "one verification per Delete")
+		Expect(pd.deleted).To(Equal(1))
+		expectAll(ws[1:], "present")
 	})
 
 	It("refuses to delete anything outside the plan", func() {
