@@ -75,6 +75,12 @@
 // pass still deletes what it verified, then stops at the next check. (It was a page of up to 500
 // Deletes, ≈ 10 s at the client's rate limit, until each Delete checked the verification's age.)
 //
+// A known gap, on the side of keeping (no invariant is at stake): an uninstall in the middle of an
+// upgrade that deletes the new CSV first and the old one right after skips the cleanup. The old CSV
+// loses its finalizer when its successor appears (the successor carries the cleanup), the successor's
+// uninstall is skipped because an installed predecessor still exists, and the old CSV then goes without
+// a finalizer: the operands stay. Deleting the old CSV first, or either alone, cleans up.
+//
 // # Decisions where the enhancement and the operator-framework/api types differ (the API wins)
 //
 //   - status.cleanup.pendingDeletion is []v1alpha1.ResourceList{Group, Kind, Instances[]{Name,
