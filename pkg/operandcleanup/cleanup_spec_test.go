@@ -96,6 +96,12 @@ var _ = Describe("cleanup on uninstall", func() {
 			if !uninstallGlobal {
 				gone, kept = team, global
 			}
+			DeferCleanup(func() { // without its opt-in: a global one would otherwise hold every later spec's operands
+				updateCSV(keyOf(kept), func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = false })
+				Eventually(csvFinalizers(keyOf(kept))).ShouldNot(ContainElement(Finalizer))
+				deleteCSV(kept)
+				Eventually(csvGone(keyOf(kept))).Should(BeTrue())
+			})
 			deleteCSV(gone)
 			Eventually(csvGone(keyOf(gone))).Should(BeTrue(), "the uninstall of %s must complete with the shared operands left", keyOf(gone))
 			expectAll(shared, "present")
