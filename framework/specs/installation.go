@@ -189,6 +189,7 @@ func (r *Installation) WatchedNamespaces() []string {
 func (r *Installation) Uninstall(ctx context.Context) {
 	defer r.phase("uninstall-requested")()
 	r.t.Step("uninstalling: deleting CSV " + r.csv.Name)
+	r.refuseForeignOperands(ctx)
 	r.g.Expect(olm.Uninstall(ctx, olm.UninstallInput{Client: r.c, CSV: r.csv})).To(Succeed())
 }
 

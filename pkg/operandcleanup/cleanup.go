@@ -170,8 +170,7 @@ func (r *Reconciler) verifyLive(ctx context.Context, cached *v1alpha1.ClusterSer
 	if live.UID != cached.UID || !isDeleting(live) || !hasFinalizer(live) || !live.Spec.Cleanup.Enabled || isCopied(live) || isReplacedByPhase(live) {
 		return nil, false, nil
 	}
-	succ, err := successors(ctx, r.live, live, false)
-	if err != nil || len(succ) > 0 {
+	if s, err := liveSuccessor(ctx, r.live, live, false); err != nil || s != nil {
 		return nil, false, err
 	}
 	if prev, err := installedPredecessor(ctx, r.live, live); err != nil || prev != nil {

@@ -61,6 +61,34 @@ func successors(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterServi
 	return out, nil
 }
 
+// liveSuccessor returns a successor of csv that is not being deleted, looking through the successors
+// that are (v1 <- v2 being deleted <- v3: v1 is still replaced), or nil when there is none: every
+// successor is going too, so csv is the installation again and its deletion an uninstall.
+func liveSuccessor(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterServiceVersion, indexed bool) (*v1alpha1.ClusterServiceVersion, error) {
+	seen := map[string]bool{csv.Name: true}
+	next := []*v1alpha1.ClusterServiceVersion{csv}
+	for len(next) > 0 {
+		cur := next[0]
+		next = next[1:]
+		succ, err := successors(ctx, r, cur, indexed)
+		if err != nil {
+			return nil, err
+		}
+		for i := range succ {
+			s := &succ[i]
+			if seen[s.Name] {
+				continue
+			}
+			seen[s.Name] = true
+			if !isDeleting(s) {
+				return s, nil
+			}
+			next = append(next, s)
+		}
+	}
+	return nil, nil
+}
+
 // indexReplaces is the field indexer for replacesField.
 func indexReplaces(obj client.Object) []string {
 	csv, ok := obj.(*v1alpha1.ClusterServiceVersion)

@@ -53,7 +53,8 @@
 //
 //  1. An operand is deleted only by a cleanup pass of a CSV X that, read from the API server right before
 //     the pass, exists with the same UID, is being deleted, carries Finalizer, has spec.cleanup.enabled
-//     true, is not an OLM copy, has no successor and is not deleted by OLM as replaced; the operand's type
+//     true, is not an OLM copy, has no successor that stays (one not being deleted, directly or through
+//     successors that are) and is not deleted by OLM as replaced; the operand's type
 //     is owned and not required by X, its namespace is one of X's targets (cluster-scoped only for a global
 //     X), and it is the very object listed (UID precondition).
 //  2. X is the whole installation: the CSV X replaces (spec.replaces) does not exist any more or is being
@@ -75,11 +76,11 @@
 // pass still deletes what it verified, then stops at the next check. (It was a page of up to 500
 // Deletes, ≈ 10 s at the client's rate limit, until each Delete checked the verification's age.)
 //
-// A known gap, on the side of keeping (no invariant is at stake): an uninstall in the middle of an
-// upgrade that deletes the new CSV first and the old one right after skips the cleanup. The old CSV
-// loses its finalizer when its successor appears (the successor carries the cleanup), the successor's
-// uninstall is skipped because an installed predecessor still exists, and the old CSV then goes without
-// a finalizer: the operands stay. Deleting the old CSV first, or either alone, cleans up.
+// An uninstall in the middle of an upgrade may delete the new CSV first: its cleanup is skipped (the
+// old CSV is still installed), and the old CSV's deletion, which then finds no successor that stays,
+// is the uninstall and cleans up. So a replaced CSV keeps its finalizer (as its opt-in says) until it is
+// deleted while a successor stays or OLM marks it replaced; it lost it when a successor first appeared,
+// and such an uninstall left the operands behind.
 //
 // # Decisions where the enhancement and the operator-framework/api types differ (the API wins)
 //

@@ -123,7 +123,7 @@ func (r *Reconciler) holdRBAC(ctx context.Context, key types.NamespacedName) err
 }
 
 // wantsRBACHold reads the CSV from the API server: its RBAC is held only while it exists, is the
-// installation (not a copy, not replaced, no successor), has cleanup enabled and still carries the
+// installation (not a copy, not replaced, no successor that stays), has cleanup enabled and still carries the
 // cleanup finalizer (a finished cleanup removed it).
 func (r *Reconciler) wantsRBACHold(ctx context.Context, key types.NamespacedName) (bool, error) {
 	live := &v1alpha1.ClusterServiceVersion{}
@@ -133,8 +133,8 @@ func (r *Reconciler) wantsRBACHold(ctx context.Context, key types.NamespacedName
 	if isCopied(live) || !live.Spec.Cleanup.Enabled || !hasFinalizer(live) || isReplacedByPhase(live) {
 		return false, nil
 	}
-	succ, err := successors(ctx, r.live, live, false)
-	return len(succ) == 0, err
+	s, err := liveSuccessor(ctx, r.live, live, false)
+	return s == nil, err
 }
 
 // releaseRBAC removes RBACFinalizer from the CSV's OLM-made RBAC. Objects already deleted then go away;

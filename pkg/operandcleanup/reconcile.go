@@ -55,8 +55,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(succ) > 0 || isReplacedByPhase(csv) {
+	if isReplacedByPhase(csv) || (len(succ) > 0 && !isDeleting(csv)) {
 		return ctrl.Result{}, r.reconcileReplaced(ctx, csv, succ)
+	}
+	if len(succ) > 0 {
+		// Being deleted with a successor: an upgrade's deletion, unless every successor is going too (an
+		// uninstall that deleted the new CSV first). Dropping the finalizer cannot be undone: ask the API
+		// server, not the cache.
+		live, err := liveSuccessor(ctx, r.live, csv, false)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if live != nil {
+			return ctrl.Result{}, r.reconcileReplaced(ctx, csv, succ)
+		}
 	}
 	if !isDeleting(csv) {
 		return ctrl.Result{}, r.reconcileActive(ctx, csv)
@@ -108,8 +120,11 @@ func (r *Reconciler) reconcileActive(ctx context.Context, csv *v1alpha1.ClusterS
 }
 
 // reconcileReplaced handles a CSV an upgrade replaces (a successor exists, or OLM is deleting it as
-// replaced): the successors get spec.cleanup.enabled when this CSV has it, and this CSV loses the
-// finalizer (and its hold on RBAC), so OLM's deletion of it never triggers a cleanup. Its own
+// replaced): the successors get spec.cleanup.enabled when this CSV has it, and this CSV releases its
+// hold on RBAC (OLM deletes the replaced CSV's). It loses the finalizer once it is deleted while a
+// successor stays, or OLM marks it replaced, so that deletion never triggers a cleanup; until then the
+// finalizer follows its opt-in as for any installation, so that an uninstall that deletes the successor
+// first and then this CSV still cleans up (its deletion then finds no successor that stays). Its own
 // spec.cleanup.enabled is left as the user set it (invariant 4): if the successor vanishes, this CSV is
 // the installation again and the opt-in still applies; a re-created successor inherits it again.
 func (r *Reconciler) reconcileReplaced(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, succ []v1alpha1.ClusterServiceVersion) error {
@@ -135,11 +150,18 @@ func (r *Reconciler) reconcileReplaced(ctx context.Context, csv *v1alpha1.Cluste
 	if err := r.releaseRBAC(ctx, key); err != nil {
 		return err
 	}
-	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) { controllerutil.RemoveFinalizer(c, Finalizer) }); err != nil {
+	keep := csv.Spec.Cleanup.Enabled && !isDeleting(csv) && !isReplacedByPhase(csv)
+	if err := r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) {
+		if keep {
+			controllerutil.AddFinalizer(c, Finalizer)
+		} else {
+			controllerutil.RemoveFinalizer(c, Finalizer)
+		}
+	}); err != nil {
 		return err
 	}
-	if held || len(handedTo) > 0 {
-		note := "CSV is being replaced by an upgrade: no operand cleanup when it is deleted"
+	if (held && !keep) || len(handedTo) > 0 {
+		note := "CSV is being replaced by an upgrade: no operand cleanup when it is deleted while its successor stays"
 		if len(handedTo) > 0 {
 			note += "; spec.cleanup.enabled handed over to " + strings.Join(handedTo, ", ")
 		}
