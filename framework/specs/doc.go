@@ -14,7 +14,10 @@
 // the samples it created (by their UIDs): a sample still there is deleted, and the finalizers its
 // uninstalled operator left on it are removed, since no one is left to run them (release.go). It never
 // touches an object it did not create, so on a shared cluster the specs leave neither Terminating
-// namespaces nor undeletable CRDs behind.
+// namespaces nor undeletable CRDs behind. The one deletion it does not make itself is the cleanup it
+// tests: for an AllNamespaces install, the controller deletes every instance of the owned kinds in the
+// cluster, so on an existing cluster holding instances the spec did not create, the uninstall is
+// refused, naming them (foreign.go).
 package specs
 
 import (
