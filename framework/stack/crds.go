@@ -36,10 +36,18 @@ func (s *Stack) ensureCRDs(ctx context.Context, crds []*apiextensionsv1.CustomRe
 			if !slices.Contains(missing, crd.Name) {
 				continue
 			}
-			if err := s.c.Create(ctx, crd.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			created := crd.DeepCopy()
+			err := s.c.Create(ctx, created)
+			if apierrors.IsAlreadyExists(err) {
+				// Someone else made it since missingCRDs looked: theirs, never recorded as the run's.
+				s.in.Log.Info("a CRD appeared while the stack created it; leaving it alone", "crd", crd.Name)
+				continue
+			}
+			if err != nil {
 				return false, fmt.Errorf("create CRD %s: %w", crd.Name, err)
 			}
-			s.ledger.recordLive(ctx, apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), "", crd.Name)
+			// The UID the Create answered with: a read after it could find another's object.
+			s.ledger.record(entry{gvk: apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), name: crd.Name, uid: created.UID})
 		}
 		s.in.Log.Info("installed the missing CRDs", "crds", missing)
 	}

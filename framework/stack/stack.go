@@ -100,6 +100,9 @@ func Ensure(ctx context.Context, in Input) (_ *Stack, err error) {
 	s := &Stack{in: in, c: in.Client, ledger: &ledger{c: in.Client, log: in.Log, timeout: in.Timeout}}
 	defer func() {
 		if err != nil {
+			// Only what this Ensure created goes: the footprint is what the specs of every run on the
+			// cluster create, and other runs are alive now (only Stop, as the last run alive, removes it).
+			s.footprint = nil
 			if terr := s.Teardown(context.WithoutCancel(ctx)); terr != nil {
 				err = fmt.Errorf("%w (and removing what was created so far: %v)", err, terr)
 			}
