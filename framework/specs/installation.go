@@ -11,9 +11,11 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,6 +90,14 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 	b, err := bundles.Load(bundleDir)
 	r.g.Expect(err).NotTo(HaveOccurred())
 	r.g.Expect(supports(r.in.Environment().Provider, b.CSV)).To(Succeed())
+	// Registered before the install: a CSV the install created and then gave up on (it never
+	// Succeeded) is removed too, with cleanup disabled, before the spec's namespaces go and its API
+	// locks are released. Left to the namespace's deletion, it ran its cleanup unlocked.
+	r.t.Cleanup(func(ctx context.Context) {
+		if r.csv == nil {
+			r.removeCSV(ctx, types.NamespacedName{Namespace: r.l.operator, Name: b.CSV.Name})
+		}
+	})
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
 		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.within(r.in.Timeout)})
 	r.g.Expect(err).NotTo(HaveOccurred())
@@ -282,16 +292,33 @@ func (r *Installation) forceUninstall(ctx context.Context) {
 			}
 		}
 	}
-	if csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name); err == nil {
-		csv.Spec.Cleanup.Enabled = false
-		_ = r.c.Update(ctx, csv)
-		_ = r.c.Delete(ctx, csv, client.PropagationPolicy("Background"), &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		// A global operator left behind would copy its CSV into the next specs' namespaces.
-		_ = olm.WaitForCSVGone(ctx, r.c, client.ObjectKeyFromObject(csv), time.Minute)
-	}
+	r.removeCSV(ctx, types.NamespacedName{Namespace: r.csv.Namespace, Name: r.csv.Name})
 	if r.ops != nil {
 		r.ops.release(ctx, r.t.Logf)
 	}
+}
+
+// removeCSV deletes the spec's CSV at key (in the spec's own operator namespace) with cleanup
+// disabled first, so that its deletion deletes no operands, and waits until it is gone.
+func (r *Installation) removeCSV(ctx context.Context, key types.NamespacedName) {
+	var csv *operatorsv1alpha1.ClusterServiceVersion
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
+		if csv, err = olm.GetCSV(ctx, r.c, key.Namespace, key.Name); err != nil {
+			return err
+		}
+		csv.Spec.Cleanup.Enabled = false
+		return r.c.Update(ctx, csv)
+	})
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			r.t.Logf("cleanup: CSV %s left in place: disabling its operand cleanup failed: %v", key, err)
+		}
+		return
+	}
+	_ = r.c.Delete(ctx, csv, client.PropagationPolicy("Background"), &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+		client.Preconditions{UID: &csv.UID})
+	// A global operator left behind would copy its CSV into the next specs' namespaces.
+	_ = olm.WaitForCSVGone(ctx, r.c, client.ObjectKeyFromObject(csv), time.Minute)
 }
 
 func joinNames(ns []string) string {

@@ -2,18 +2,23 @@ package specs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
@@ -90,5 +95,37 @@ func TestAnAllNamespacesCleanupOnAnExistingClusterRefusesOperandsTheSpecDidNotCr
 				t.Fatalf("the refusal must name the team's widget and not the spec's sample: %s", failures[0])
 			}
 		})
+	}
+}
+
+// removeCSV (a spec's teardown, also of an install that failed) turns the CSV's cleanup off before it
+// deletes it, so that deleting it deletes no operands, and retries that on a conflict.
+func TestRemovingASpecsCSVDisablesItsCleanupFirst(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := operatorsv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	csv := &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: "op", Name: "widget.v1", UID: "u1"}}
+	csv.Spec.Cleanup.Enabled = true
+	var steps []string
+	conflicts := 1
+	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(csv).WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(schema.GroupResource{Resource: "clusterserviceversions"}, obj.GetName(), errors.New("injected"))
+			}
+			steps = append(steps, fmt.Sprintf("update cleanup=%v", obj.(*operatorsv1alpha1.ClusterServiceVersion).Spec.Cleanup.Enabled))
+			return c.Update(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			steps = append(steps, "delete")
+			return c.Delete(ctx, obj, opts...)
+		},
+	}).Build()
+	r := &Installation{t: FromTesting(t), c: cl}
+	r.removeCSV(context.Background(), types.NamespacedName{Namespace: "op", Name: "widget.v1"})
+	if strings.Join(steps, ", ") != "update cleanup=false, delete" {
+		t.Fatalf("steps %q, want the cleanup disabled (after a conflict), then the delete", steps)
 	}
 }
