@@ -22,7 +22,7 @@ func TestAloneWaitsForTheOtherRunsOnASharedCluster(t *testing.T) {
 	defer cancel()
 	envtest.ForTest(ctx, t, envtest.WithName("e2efw-alone"), envtest.WithoutOLM()) // sets KUBECONFIG
 	t.Setenv("CLEANUP_E2E_PROVIDER", "existing")
-	// The run lock of an existing cluster lives in os.TempDir(), named after $KUBECONFIG: this one-off
+	// The run lock of an existing cluster lives in os.TempDir(), named after its API server: this one-off
 	// cluster's would be left in /tmp after every make test (five empty files a run).
 	t.Setenv("TMPDIR", t.TempDir())
 	in := testenv.Input{Name: "alone", Log: testr.New(t)}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
@@ -46,14 +47,31 @@ import (
 // lock: process 1 holds it for them, and runs the Serial specs.
 
 // runLockPath is the lock of the cluster in.ProviderName() would use: a kind cluster by its name, an
-// existing one by its kubeconfig and context. The members lock is next to it.
+// existing one by its API server's URL, as the provider resolves the kubeconfig and context (so
+// KUBECONFIG unset, ~/.kube/config, a relative path or the context named or current all lock the same
+// cluster: keyed on their spelling, two runs on one cluster held different locks, and the first to end
+// removed what the other still used). The locks are files of this machine: runs on one cluster from
+// several machines or containers do not see each other's. The members lock is next to it.
 func runLockPath(in Input) string {
 	dir := filepath.Join(os.TempDir(), "cleanup-e2e-kind")
 	if in.ProviderName() == "kind" {
 		return filepath.Join(dir, KindClusterName()+".run.lock")
 	}
-	h := sha256.Sum256([]byte(os.Getenv("KUBECONFIG") + "\x00" + envvar.KubeContext.Get()))
+	h := sha256.Sum256([]byte(existingClusterKey()))
 	return filepath.Join(dir, "existing-"+hex.EncodeToString(h[:])[:16]+".run.lock")
+}
+
+// existingClusterKey is the API server URL of the existing provider's cluster (the provider loads the
+// kubeconfig by the same rules), or, when it cannot be resolved (the provider then fails saying why),
+// the raw $KUBECONFIG and context.
+func existingClusterKey() string {
+	kubeContext := envvar.KubeContext.Get()
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(),
+		&clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	if cfg, err := cc.ClientConfig(); err == nil && cfg.Host != "" {
+		return "server\x00" + cfg.Host
+	}
+	return os.Getenv("KUBECONFIG") + "\x00" + kubeContext
 }
 
 // runLocks is a process's view of the run locks: a flock conflicts with every other open of the file,

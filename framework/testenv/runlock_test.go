@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -314,5 +315,37 @@ func TestEachSharedClusterHasItsOwnRunLock(t *testing.T) {
 	t.Setenv("KUBECONFIG", "/b")
 	if b := runLockPath(Input{Provider: "existing"}); a == b {
 		t.Fatalf("two kubeconfigs share the run lock %s", a)
+	}
+}
+
+// An existing cluster's lock is its API server's: every spelling of the kubeconfig and context that
+// reaches it shares one (keyed on the spelling, two runs on one cluster removed each other's stack).
+func TestEveryWayToNameAnExistingClusterSharesItsRunLock(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := func(name, server string) string {
+		path := filepath.Join(dir, name)
+		data := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: %q}\n"+
+			"users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: mine\n  context: {cluster: c, user: u}\n- name: other\n  context: {cluster: c, user: u}\n"+
+			"current-context: mine\n", server)
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	one, same := kubeconfig("one", "https://10.0.0.1:6443"), kubeconfig("copy", "https://10.0.0.1:6443")
+	elsewhere := kubeconfig("elsewhere", "https://10.0.0.2:6443")
+	lock := func(kubeconfigPath, kubeContext string) string {
+		t.Setenv("KUBECONFIG", kubeconfigPath)
+		t.Setenv("CLEANUP_E2E_KUBE_CONTEXT", kubeContext)
+		return runLockPath(Input{Provider: "existing"})
+	}
+	want := lock(one, "")
+	for _, c := range []struct{ kubeconfig, context string }{{one, "mine"}, {one, "other"}, {same, ""}, {one + ":" + elsewhere, ""}} {
+		if got := lock(c.kubeconfig, c.context); got != want {
+			t.Errorf("KUBECONFIG=%s context %q: lock %s, want the cluster's %s", c.kubeconfig, c.context, got, want)
+		}
+	}
+	if got := lock(elsewhere, ""); got == want {
+		t.Errorf("another API server shares the lock %s", got)
 	}
 }
