@@ -8,6 +8,7 @@ import (
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,16 +109,28 @@ type UninstallInput struct {
 	// Wait for the CSV to be gone (its finalizers, including operand cleanup, done). Without it,
 	// Uninstall returns right after the delete, for specs that watch cleanup progress.
 	Wait bool
-	// DeleteOperatorGroup deletes the OperatorGroups of the CSV's namespace after the CSV is gone.
+	// DeleteOperatorGroup deletes every OperatorGroup of the CSV's namespace after the CSV is gone:
+	// only for a namespace the caller made for this operator (another operator's there would lose its).
 	DeleteOperatorGroup bool
-	// DeleteCRDs deletes the CRDs the CSV owns after the CSV is gone (like --delete-crds).
+	// DeleteCRDs deletes the CRDs the CSV owns after the CSV is gone (like --delete-crds), and so every
+	// custom resource of them in the cluster: only for CRDs the caller's install created.
 	DeleteCRDs bool
 	Timeout    time.Duration
 }
 
-// Uninstall deletes the CSV, and after it is gone (when asked) the OperatorGroup and owned CRDs.
+// Uninstall deletes the CSV, and after it is gone (when asked) the OperatorGroup and owned CRDs. A
+// CSV read from the cluster (it has a UID) is deleted only if it is still that object: one re-created
+// under its name since is someone else's install, and is left alone with an error saying so.
 func Uninstall(ctx context.Context, in UninstallInput) error {
-	if err := client.IgnoreNotFound(in.Client.Delete(ctx, in.CSV)); err != nil {
+	var opts []client.DeleteOption
+	if uid := in.CSV.UID; uid != "" {
+		opts = append(opts, client.Preconditions{UID: &uid})
+	}
+	if err := client.IgnoreNotFound(in.Client.Delete(ctx, in.CSV, opts...)); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("CSV %s/%s is not the one installed (UID %s): it was re-created since, and is left alone: %w",
+				in.CSV.Namespace, in.CSV.Name, in.CSV.UID, err)
+		}
 		return fmt.Errorf("delete CSV %s/%s: %w", in.CSV.Namespace, in.CSV.Name, err)
 	}
 	if !in.Wait && !in.DeleteOperatorGroup && !in.DeleteCRDs {
