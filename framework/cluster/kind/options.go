@@ -65,7 +65,7 @@ func WithImages(images ...string) Option {
 
 func defaults() options {
 	return options{
-		name: "cleanup-e2e",
+		name: defaultName,
 		log:  logr.Discard(),
 		// Not $TMPDIR/cleanup-e2e: the envtest provider reaps every directory there whose owner.pid
 		// process is gone (and kills processes naming it), which would take a kept cluster's kubeconfig.

@@ -199,6 +199,9 @@ func (p *Provider) clusterConfig() *kindv1alpha4.Cluster {
 }
 
 func (p *Provider) create() error {
+	if err := noteCreating(p.opts.name); err != nil {
+		return err
+	}
 	return p.kind.Create(p.opts.name,
 		kindcluster.CreateWithV1Alpha4Config(p.clusterConfig()),
 		kindcluster.CreateWithNodeImage(p.opts.nodeImage),
@@ -221,6 +224,9 @@ func (p *Provider) tryReuse(ctx context.Context) (bool, error) {
 	exists, err := p.exists()
 	if err != nil || !exists {
 		return false, err
+	}
+	if !createdByProvider(p.opts.name) {
+		return false, errNotOurs(p.opts.name, "a run would delete it at its end, or when it is outdated")
 	}
 	reason := p.unhealthy(ctx)
 	if reason == "" {
@@ -281,9 +287,16 @@ func (p *Provider) deleteExisting(reason string) error {
 	if err != nil || !exists {
 		return err
 	}
-	return p.step(fmt.Sprintf("delete kind cluster %s (%s)", p.opts.name, reason), func() error {
+	if !createdByProvider(p.opts.name) {
+		return errNotOurs(p.opts.name, "the provider would delete it: "+reason)
+	}
+	err = p.step(fmt.Sprintf("delete kind cluster %s (%s)", p.opts.name, reason), func() error {
 		return p.kind.Delete(p.opts.name, p.kubeconfig)
 	})
+	if err == nil {
+		forgetCreated(p.opts.name)
+	}
+	return err
 }
 
 // loadConfig writes the cluster's admin kubeconfig to the work dir and loads it.
