@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +43,9 @@ type PayloadApplier struct {
 	// ClusterRBAC is the name of its ClusterRole and ClusterRoleBinding.
 	ClusterRBAC string
 	Timeout     time.Duration
+	// created are the objects the install created, with their UIDs: Uninstall deletes those and only
+	// those (a namespace, ClusterRole or Deployment of that name that was there before is someone's).
+	created []*unstructured.Unstructured
 }
 
 // InstallPayloadApplier applies the applier's manifests (namespace first, then the payload
@@ -71,8 +75,20 @@ func InstallPayloadApplier(ctx context.Context, in InstallPayloadApplierInput) (
 				return nil, err
 			}
 		}
+		_, err := kube.Get(ctx, in.Client, o)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("install payload applier: %w", err)
+		}
+		existed := err == nil
 		if err := kube.Apply(ctx, in.Client, o); err != nil {
 			return nil, fmt.Errorf("install payload applier: %w", err)
+		}
+		if !existed {
+			live, err := kube.Get(ctx, in.Client, o)
+			if err != nil {
+				return nil, fmt.Errorf("install payload applier: %w", err)
+			}
+			pa.created = append(pa.created, live)
 		}
 	}
 	return pa, kube.WaitDeploymentAvailable(ctx, in.Client, pa.Key(), pa.Timeout)
@@ -167,16 +183,15 @@ func (pa *PayloadApplier) State(ctx context.Context, clusterOperator string) (ap
 	return store.Load(ctx)
 }
 
-// Uninstall deletes the Deployment, RBAC and namespace (not waiting for the namespace to go).
+// Uninstall deletes what the install created, newest first — the Deployment, RBAC and namespace
+// when none was there before — each only while it is still that object (UID precondition), without
+// waiting for the namespace to go.
 func (pa *PayloadApplier) Uninstall(ctx context.Context) error {
 	var errs []error
-	for _, o := range []client.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: pa.Namespace, Name: payloadapplierconfig.Name}},
-		kindOnly("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", pa.ClusterRBAC),
-		kindOnly("rbac.authorization.k8s.io/v1", "ClusterRole", pa.ClusterRBAC),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pa.Namespace}},
-	} {
-		if err := client.IgnoreNotFound(pa.Client.Delete(ctx, o)); err != nil {
+	for i := len(pa.created) - 1; i >= 0; i-- {
+		o := pa.created[i]
+		uid := o.GetUID()
+		if err := client.IgnoreNotFound(pa.Client.Delete(ctx, o, client.Preconditions{UID: &uid})); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -184,12 +199,4 @@ func (pa *PayloadApplier) Uninstall(ctx context.Context) error {
 		return fmt.Errorf("uninstall payload applier: %v", errs)
 	}
 	return nil
-}
-
-func kindOnly(apiVersion, kind, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetName(name)
-	return u
 }
