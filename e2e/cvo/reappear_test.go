@@ -14,11 +14,13 @@ import (
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
 )
 
-// "CVO will produce a warning if a resource previously removed reappears." Before the delete is
-// verified, a recreated object is just a delete still in progress; after, it is the warning (and the
-// applier does not delete it again).
+// "CVO will produce a warning if a resource previously removed reappears." The applier knows the
+// object it deleted by UID: one created under the name afterwards — before a pass saw the first one
+// gone, or after — completes that delete and is the reappearance warning; a reconcile leaves it, the
+// next update deletes it (the CVO goes by the name only: until its restart, a re-created object kept
+// its delete "already requested" and Upgradeable False; pkg/payload/README.md).
 var _ = Describe("An object recreated after its delete", Label("cvo", "delete-annotation", "reappeared"), func() {
-	It("is still in progress before the delete was verified, and a warning after", func(ctx context.Context) {
+	It("completes the delete requested and is a warning, deleted again by the next update only", func(ctx context.Context) {
 		e := deleteannotation.NewEnv(ctx, clusterUnderTest(), "reappear", applier.Options{})
 		ns := e.ID
 		const file = "0000_10_app_01_comeback.yaml"
@@ -31,18 +33,12 @@ var _ = Describe("An object recreated after its delete", Label("cvo", "delete-an
 		Expect(e.MustRun(ctx, v2, applier.ModeUpdate).Task(file).Outcome).To(Equal(applier.OutcomeDeleteRequested))
 		e.ExpectGone(ctx, comeback())
 
-		By("recreated before any pass saw it gone: the delete is still in progress, no warning")
+		By("recreated before any pass saw it gone: the delete requested is complete, the new object a warning")
 		Expect(k8s.Create(ctx, comeback())).To(Succeed())
 		res := e.MustRun(ctx, v2, applier.ModeReconcile)
-		Expect(deleteannotation.TaskTexts(*res.Task(file))).To(ConsistOf(payload.MsgDeleteAlreadyRequested(r)))
-		Expect(res.Warnings()).To(BeEmpty())
-		Expect(res.DeletesInProgress).To(ConsistOf(r.String()))
-		e.ExpectPresent(ctx, comeback()) // requested once, never again
-
-		By("gone again: the next pass verifies the delete")
-		Expect(k8s.Delete(ctx, comeback())).To(Succeed())
-		res = e.MustRun(ctx, v2, applier.ModeReconcile)
-		Expect(res.Texts()).To(ContainElement(payload.MsgDeleteCompleted(r)))
+		Expect(res.Task(file).Outcome).To(Equal(applier.OutcomeReappeared))
+		Expect(deleteannotation.TaskTexts(*res.Task(file))).To(ContainElement(payload.MsgDeleteCompleted(r)))
+		Expect(res.DeletesInProgress).To(BeEmpty())
 		Expect(res.Upgradeable).To(BeTrue())
 		state, err := e.Applier.State(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -53,9 +49,18 @@ var _ = Describe("An object recreated after its delete", Label("cvo", "delete-an
 			}
 		}
 		Expect(verifiedAt).NotTo(BeNil(), "the state records the verified delete of %s", r)
+		Expect(res.Warnings()).To(ConsistOf(payload.MsgReappeared(r, *verifiedAt)))
+		e.ExpectPresent(ctx, comeback()) // a reconcile does not delete
 
-		By("recreated after the delete was verified: the reappearance warning, on every pass")
+		By("recreated again after the delete was verified: the reappearance warning, on every pass")
+		Expect(k8s.Delete(ctx, comeback())).To(Succeed())
+		e.ExpectGone(ctx, comeback())
 		recreateAndExpectWarning(ctx, e, v2, file, payload.MsgReappeared(r, *verifiedAt))
+
+		By("the next update deletes it")
+		v3 := v2.Clone().Version("1.2.0")
+		Expect(e.MustRun(ctx, v3, applier.ModeUpdate).Task(file).Outcome).To(Equal(applier.OutcomeDeleteRequested))
+		e.ExpectGone(ctx, comeback())
 	})
 })
 
