@@ -52,3 +52,8 @@ func errNotOurs(name, why string) error {
 		"yourself if it is yours to lose (kind delete cluster --name %s), or give the run another name "+
 		"(CLEANUP_E2E_KIND_CLUSTER, kind.WithName)", name, why, name)
 }
+
+// ForgetCluster drops the provider's note that it created cluster name, for a cluster deleted
+// without the provider (scripts/kind/cluster down): a cluster made later under that name by someone
+// else must not count as the provider's.
+func ForgetCluster(name string) { forgetCreated(name) }

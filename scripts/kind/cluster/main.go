@@ -62,6 +62,7 @@ func run(ctx context.Context, args []string) error {
 		if err := p.Delete(name, ""); err != nil {
 			return err
 		}
+		kind.ForgetCluster(name)
 		// the providers' kubeconfig copies (kind.WithWorkRoot's default root)
 		if err := os.RemoveAll(filepath.Join(os.TempDir(), "cleanup-e2e-kind", "kind-"+name)); err != nil {
 			return err
