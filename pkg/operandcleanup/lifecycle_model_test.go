@@ -190,6 +190,18 @@ func (m *lifecycleModel) successorOf(name string) string {
 	return ""
 }
 
+// oldestInstalled: the CSV not being deleted whose predecessor is gone or going ("" if none): the one
+// an uninstall that deletes the newest first ends with.
+func (m *lifecycleModel) oldestInstalled() string {
+	for _, n := range m.present() {
+		c := m.csvs[n]
+		if p := m.csvs[c.replaces]; !c.deleting && (p == nil || p.deleting) {
+			return n
+		}
+	}
+	return ""
+}
+
 // isHead: present, not being deleted, and no successor.
 func (m *lifecycleModel) isHead(name string) bool {
 	c := m.csvs[name]

@@ -239,7 +239,23 @@ func (r *lifecycleRun) uninstallAll() {
 			r.violate("head %s with cleanup enabled never got the finalizer %s", head, Finalizer)
 		}
 	}
-	for _, n := range []string{"op.v1", "op.v2", "op.v3"} {
+	// Half the seeds uninstall newest first (kubectl delete csv op.v3 op.v2 op.v1, or --all in name
+	// order): the newer CSVs' cleanups are skipped while an older one is installed, and the oldest one
+	// still installed, deleted last with every successor going, is the uninstall (doc.go).
+	order := []string{"op.v1", "op.v2", "op.v3"}
+	cleaner, expectClean := head, head != ""
+	if r.seed/2%2 == 1 {
+		order = []string{"op.v3", "op.v2", "op.v1"}
+		cleaner = r.model.oldestInstalled()
+		expectClean = cleaner != "" && r.model.csvs[cleaner].enabled
+		if expectClean {
+			key := types.NamespacedName{Namespace: r.ns["op"], Name: cleaner}
+			if !r.within(15*time.Second, func() bool { c := getCSV(key); return c != nil && hasFinalizer(c) }) {
+				r.violate("%s, the oldest CSV installed, with cleanup enabled never got the finalizer %s", cleaner, Finalizer)
+			}
+		}
+	}
+	for _, n := range order {
 		r.apply(lifecycleOp{Kind: opDeleteCSV, Name: n})
 	}
 	r.barrier(r.final)
@@ -253,10 +269,10 @@ func (r *lifecycleRun) uninstallAll() {
 			r.violate("%s stuck after uninstall: finalizers %v, phase %q reason %q message %q", c.Name, c.Finalizers, c.Status.Phase, c.Status.Reason, c.Status.Message)
 		}
 	}
-	if head != "" {
+	if expectClean {
 		left := r.gearsIn(r.model.targets)
 		if len(left) > 0 {
-			r.violate("uninstalling the head %s with cleanup enabled left operands in its targets: %s", head, strings.Join(left, ", "))
+			r.violate("uninstalling %v (%s doing the cleanup) with cleanup enabled left operands in its targets: %s", order, cleaner, strings.Join(left, ", "))
 		}
 	}
 	if held := r.heldRBAC(); len(held) > 0 {
