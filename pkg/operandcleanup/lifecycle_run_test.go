@@ -246,6 +246,11 @@ func (r *lifecycleRun) uninstallAll() {
 	cleaner, expectClean := head, head != ""
 	if r.seed/2%2 == 1 {
 		order = []string{"op.v3", "op.v2", "op.v1"}
+		// The uninstall comes in the middle of an upgrade when one can start: the replaced CSV, which
+		// opted in, is the one that cleans up (its successor's cleanup is skipped while it is installed).
+		if next := map[string]string{"op.v1": "op.v2", "op.v2": "op.v3"}[head]; next != "" && r.model.canUpgrade(head, next) {
+			r.apply(lifecycleOp{Kind: opUpgrade, From: head, To: next})
+		}
 		cleaner = r.model.oldestInstalled()
 		expectClean = cleaner != "" && r.model.csvs[cleaner].enabled
 		if expectClean {
