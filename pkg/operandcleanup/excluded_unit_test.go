@@ -22,7 +22,6 @@ import (
 type widgetsReader struct {
 	csvs    []v1alpha1.ClusterServiceVersion
 	widgets []metav1.PartialObjectMetadata
-	lists   int
 }
 
 var widgetsCRD = &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.g"},
@@ -49,7 +48,6 @@ func (s *widgetsReader) List(_ context.Context, list client.ObjectList, opts ...
 			}
 		}
 	case *metav1.PartialObjectMetadataList:
-		s.lists++
 		var items []metav1.PartialObjectMetadata
 		for _, w := range s.widgets {
 			if lo.Namespace == "" || lo.Namespace == w.Namespace {
