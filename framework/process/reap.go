@@ -79,8 +79,10 @@ func ownerAlive(dir string) bool {
 	return syscall.Kill(pid, 0) == nil
 }
 
-// Referencing lists pids (other than this process) whose command line or environment contains s
-// (envtest's etcd and kube-apiserver get the work dir as flags; olm gets KUBECONFIG=<work dir>/...).
+// Referencing lists pids (other than this process) whose command line or environment names the path s
+// (envtest's etcd and kube-apiserver get the work dir as flags; olm gets KUBECONFIG=<work dir>/...):
+// s itself or a path below it, not a longer name it is the start of (a stale envtest-123 is not the
+// live envtest-1234, whose processes a reap would kill).
 func Referencing(s string) []int {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var pids []int
@@ -91,7 +93,7 @@ func Referencing(s string) []int {
 		}
 		for _, f := range []string{"cmdline", "environ"} {
 			data, err := os.ReadFile(filepath.Join(dir, f))
-			if err == nil && strings.Contains(string(data), s) {
+			if err == nil && namesPath(string(data), s) {
 				pids = append(pids, pid)
 				break
 			}
@@ -100,7 +102,24 @@ func Referencing(s string) []int {
 	return pids
 }
 
-// KillReferencing SIGKILLs every process whose command line contains s and waits until they are gone.
+// namesPath reports whether data holds path, followed by the end, a "/" or a byte no file name
+// continues with here (a NUL between arguments, "=", ",", ":", a space, a quote).
+func namesPath(data, path string) bool {
+	for rest := data; ; {
+		i := strings.Index(rest, path)
+		if i < 0 {
+			return false
+		}
+		after := rest[i+len(path):]
+		if after == "" || !strings.ContainsAny(after[:1], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") {
+			return true
+		}
+		rest = after
+	}
+}
+
+// KillReferencing SIGKILLs every process whose command line or environment names s (Referencing) and
+// waits until they are gone.
 func KillReferencing(s string) error {
 	pids := Referencing(s)
 	for _, pid := range pids {

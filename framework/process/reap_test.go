@@ -64,3 +64,24 @@ func deadPid(t *testing.T) int {
 	}
 	return p.Pid
 }
+
+// A reap of a stale work dir kills only the processes that name it, not those of a live one whose
+// name it starts (MkdirTemp's suffixes are numbers of any length: envtest-123 and envtest-1234).
+func TestReferencingNamesTheWholePath(t *testing.T) {
+	const dir = "/tmp/cleanup-e2e/envtest-123"
+	for data, want := range map[string]bool{
+		"etcd\x00--data-dir=/tmp/cleanup-e2e/envtest-123/etcd\x00":         true,
+		"kube-apiserver\x00--cert-dir=/tmp/cleanup-e2e/envtest-123\x00":    true,
+		"KUBECONFIG=/tmp/cleanup-e2e/envtest-123/kubeconfig\x00":           true,
+		"x --dirs=/tmp/cleanup-e2e/envtest-123,/other":                     true,
+		"/tmp/cleanup-e2e/envtest-123":                                     true,
+		"etcd\x00--data-dir=/tmp/cleanup-e2e/envtest-1234/etcd\x00":        false,
+		"KUBECONFIG=/tmp/cleanup-e2e/envtest-123.old/kubeconfig":           false,
+		"/tmp/cleanup-e2e/envtest-1234 and /tmp/cleanup-e2e/envtest-123/x": true,
+		"nothing here": false,
+	} {
+		if got := namesPath(data, dir); got != want {
+			t.Errorf("namesPath(%q, %q) = %v, want %v", data, dir, got, want)
+		}
+	}
+}
