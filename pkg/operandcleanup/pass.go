@@ -282,12 +282,3 @@ func (r *Reconciler) deletePage(ctx context.Context, v *verification, ops []oper
 	}
 	return pd
 }
-
-func needsDelete(ops []operand) bool {
-	for _, o := range ops {
-		if !o.deleting {
-			return true
-		}
-	}
-	return false
-}
