@@ -23,10 +23,9 @@ export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envv
 # Every process of the run (API servers, etcd, OLM, the test binaries, the go tool) collects garbage
 # later than Go's default (GOGC=100): 400 where a memory page touched for the first time is cheap, 200
 # where it is dear (scripts/gogc measures it and says so). A bigger heap trades the collector's CPU for
-# pages touched, and what a page costs depends on the machine: on a VM where it cost 12 µs 200 was the
-# best (warm runs interleaved: 400 345-391 s, 100 331-361 s, 200 321 s), on one where it cost 1.6 µs 400
-# took ≈ 10 % less of the API servers' CPU than 200 (docs/performance.md, eighteenth and twenty-second
-# rounds). GOGC from the caller wins.
+# pages touched, and what a page costs depends on the machine: where a first touch is dear (≈ 12 µs)
+# 200 beats both 100 and 400, where it is cheap (≈ 1.6 µs) 400 takes ≈ 10 % less of the API servers'
+# CPU than 200 (docs/performance.md). GOGC from the caller wins.
 if [ -z "${GOGC:-}" ]; then
   GOGC=200
   if go build -o "$CACHE_DIR/bin/gogc" ./scripts/gogc; then GOGC=$("$CACHE_DIR/bin/gogc") || GOGC=200; fi
@@ -35,12 +34,10 @@ export GOGC
 # On ≤ 2 CPUs the test binaries and every process they start (API servers, etcd, OLM, the operators)
 # run with GOMAXPROCS=1 (scripts/testbin -gomaxprocs; not the go command, whose compiles use both
 # cores). ≈ 15-20 processes are runnable at once on 2 cores, and a Go process with a second P wakes
-# and parks a second thread whenever it has more than one goroutine to run: context switches, which
-# this VM's kernel pays dearly for. Warm runs interleaved on 2026-11-28 (docs/performance.md, twentieth
-# round): Go's default 297-321 s, 559-613 s of CPU; GOMAXPROCS=1 287-305 s, 531-577 s (≈ 5 % and 7 %
-# less; 15,000 context switches a second instead of 17,000); after the start slots' fix one pair
-# alone was even (298 against 299 s), and two runs side by side took ≈ 10 % less CPU (511-514 s
-# against 567-568 s). Measured on 2 cores only, hence the bound. TEST_GOMAXPROCS=0 keeps Go's default; the caller's GOMAXPROCS wins.
+# and parks a second thread whenever it has more than one goroutine to run: context switches that buy
+# nothing when every core is taken, and that a paravirtualized VM's kernel pays dearly for. A run alone
+# is at most a few % shorter for it; two runs side by side take ≈ 10 % less CPU (docs/performance.md).
+# Measured on 2 cores only, hence the bound. TEST_GOMAXPROCS=0 keeps Go's default; the caller's GOMAXPROCS wins.
 if [ -z "${TEST_GOMAXPROCS+set}" ]; then
   TEST_GOMAXPROCS=0
   if [ "$(nproc)" -le 2 ]; then TEST_GOMAXPROCS=1; fi
@@ -53,8 +50,8 @@ rc=0
 # main run has compiled the packages they share with it and linked its test binaries: on a cold Go
 # build cache both compiled the same packages at the same time, each on its own (the go command does
 # not share compiles in flight), and the first make test spent minutes doing everything twice on 2
-# cores; and the examples' own compiles and links slowed the main run's 40 links (4 min 30 s instead
-# of 3 min 29 s, 2026-11-26). A warm run links nothing, so they start at once.
+# cores; and the examples' own compiles and links slow the main run's links by about a third. A warm
+# run links nothing, so they start at once.
 examples_log="$ARTIFACTS/examples.log" linked="$ARTIFACTS/.linked"
 rm -f "$linked"
 (
@@ -69,21 +66,20 @@ examples_pid=$!
 # One go test run over unit tests and the Ginkgo suites, so `go test -p` overlaps the long suites with
 # the unit tests (suite.RunSpecs randomizes specs and reads GINKGO_LABEL_FILTER). Six test binaries at
 # once on 2 cores: they mostly wait (control planes, OLM, quiet windows), and with four the four longest
-# suites held every slot while the cores idled ≈ 50 core-seconds of a run. Measured warm on 2026-11-26,
-# whole make test: -p 4 156-164 s, 5 151 s, 6 140-154 s (4 runs, mean 146), 7 156 s, 8 185 s (the long
-# suites start starved and end the run alone). Go's default (2, one per core) was 5m41 on 2026-11-24.
+# suites hold every slot while the cores idle; with eight everything starts at once, the long suites
+# start starved and end the run alone (docs/performance.md has the comparison).
 # Test binaries are kept between runs in $CACHE_DIR/testbin (scripts/testbin: go test links every one
-# again on each run, 27 s of a warm run here); TEST_BINARY_CACHE=0 runs plain `go test` instead.
+# again on each run, ≈ 27 s of a warm run on 2 cores); TEST_BINARY_CACHE=0 runs plain `go test` instead.
 if [ "${TEST_BINARY_CACHE:-1}" = 0 ]; then
   tests=(-- -count=1 -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
 else
   go build -o "$CACHE_DIR/testbin/testbin" ./scripts/testbin
   # Its line on what it linked goes to a file: gotestsum counts a line on standard error as an error.
   # The two longest suites (alone ≈ 106 s each, mostly waiting: OLM, quiet windows, rechecks) run on
-  # two Ginkgo processes. e2e/cleanup's processes share one envtest cluster (framework/suite): alone
-  # 106 → 65 s for 3.7 s more CPU (2026-11-26), so always. The controller suite starts a control plane
-  # and a controller per process (≈ 10 % more CPU): on 2 cores, where make test is CPU-bound, that
-  # gained nothing (2m29-2m34 with it, 2m33-2m35 without, 2026-11-25), so only from 4 cores.
+  # two Ginkgo processes. e2e/cleanup's processes share one envtest cluster (framework/suite): ≈ 40 %
+  # shorter for a few % more CPU, so always. The controller suite starts a control plane and a
+  # controller per process (≈ 10 % more CPU): on 2 cores, where make test is CPU-bound, that gains
+  # nothing, so only from 4 cores.
   if [ -z "${GINKGO_SUITE_PROCS+set}" ]; then
     GINKGO_SUITE_PROCS=e2e/cleanup=2
     if [ "$(nproc)" -ge 4 ]; then
@@ -94,14 +90,11 @@ else
   # the main run (and all it starts) runs under nice 5, the examples at the normal one. On ≤ 2 CPUs,
   # where the run is CPU-bound, the two longest suites, which mostly wait (alone ≈ 83 and 65 s, 125-140 s
   # among the rest), stay in front: their control planes, controllers, operators and polls cost CPU
-  # for every second they live, so shortening them shortens the run and takes less CPU. Interleaved
-  # on 2026-11-29 (docs/performance.md, twenty-fourth round): 122, 129, 123, 132 s with 219-236 s of
-  # CPU against 141, 130, 136, 123 s with 216-260 s at one priority (e2e/cleanup 43-50 s of CPU
-  # against 47-53 s). Naming framework/specs too made framework/cluster/envtest, niced, the longest
-  # package (2026-11-29, 164 against 143 s). A niced package's control plane once starved while the run
-  # started everything at once (2026-11-26: an API server took 31 s to start, and a CRD's finalization
-  # outlasted a 2 min wait); starts now take slots by priority and a wait for a CRD to go asks its
-  # finalizer to retry. TEST_FOREGROUND= (empty) runs everything at one priority.
+  # for every second they live, so shortening them shortens the run and takes less CPU (≈ 5 % of each,
+  # docs/performance.md). Naming more packages makes a niced one (framework/cluster/envtest) the
+  # longest instead. A niced package's control plane can starve while the run starts everything at
+  # once, which is why starts take slots by priority (framework/toolchain) and a wait for a CRD to go
+  # asks its finalizer to retry (framework/stack). TEST_FOREGROUND= (empty) runs everything at one priority.
   if [ -z "${TEST_FOREGROUND+set}" ]; then
     TEST_FOREGROUND=
     if [ "$(nproc)" -le 2 ]; then TEST_FOREGROUND=pkg/operandcleanup,e2e/cleanup; fi
@@ -125,8 +118,8 @@ suites=$(ls "$ARTIFACTS"/junit-*-suite.xml 2>/dev/null || true)
 go run ./scripts/budget "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget || true
 # The CPU the run took: user + sys of every process it started and waited for (the API servers, etcd
 # and OLM included, reaped by the test binaries that started them). A warm make test is CPU-bound on
-# 2 cores, and a VM's speed drifts (here the same code took 239 to 303 s of CPU within an hour), so
-# the CPU beside the wall time tells a slower machine from slower tests. `times` prints the shell's
+# 2 cores, and a VM's speed drifts (the same code can take ≈ 25 % more CPU from one hour to the next),
+# so the CPU beside the wall time tells a slower machine from slower tests. `times` prints the shell's
 # line, then its children's; it runs here, not in a subshell, to see this shell's children.
 times >"$ARTIFACTS/.times"
 cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%.0f", n }' "$ARTIFACTS/.times")
