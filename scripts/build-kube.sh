@@ -29,7 +29,8 @@ write_wrapper() {
     echo
     # Our module's requirements too: the build list then takes the newer of Kubernetes' and ours for
     # each module, so the packages both use compile to the same thing (in lib.sh's one mode) and are
-    # shared in the Go build cache with our test binaries and images (README, fidelity).
+    # shared in the Go build cache with our test binaries and images (docs/toolchain.md says what
+    # that changes against upstream's own build).
     our_requirements | awk '{print "require " $1 " " $2}'
   } > "$src/go.mod.new"
   mv "$src/go.mod.new" "$src/go.mod"
@@ -107,9 +108,8 @@ if ! stamp_ok "$src/.stamp" "$stamp"; then
   echo "$stamp" > "$src/.stamp"
 fi
 
-# Measured on 2 cores from an empty Go build cache: kube-apiserver alone 6 min 44 s, then
-# kube-controller-manager in a go command of its own 1 min 57 s (2026-11-27); kube-controller-manager
-# alone 8 min 42 s (the same day, session 25: it compiles most of what kube-apiserver does); all seven
-# in one go command 8 min 28 s (one go command each: ≈ 12 min).
+# Every missing binary in one go command: kube-controller-manager compiles most of what kube-apiserver
+# does, and the go command shares no compile between commands in flight, so one command per binary
+# takes ≈ 1.4 × as long from an empty Go build cache.
 step "build ${missing[*]} $KUBE_VERSION (≈ 7–9 min on 2 cores from an empty Go build cache, ≈ 2 min once another Kubernetes binary was built here, seconds when warm)" \
   go_wrapper_build_all "$src" "$out" -tags "$GO_TAGS" -ldflags "$ldflags" -- "${missing[@]/#/k8s.io/kubernetes/cmd/}"

@@ -9,9 +9,8 @@
 #
 # On kind, scripts/e2e.sh runs it in the background beside the node image and the images: none of it
 # depends on them, and the suites start as soon as the cluster is up. A warm run's go commands that
-# find nothing to do are off the critical path; on a fresh machine the suites and examples at once
-# took 3 min 13 s instead of 5 min 6 s, their compiling done earlier (a first run is CPU-bound from
-# end to end, so the whole is not shorter for it: docs/performance.md, twelfth round).
+# find nothing to do are off the critical path; on a fresh machine the suites start with their test
+# binaries ready (a first run is CPU-bound from end to end, so the whole is not much shorter for it).
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 all=$SECONDS

@@ -120,9 +120,9 @@ else
   # on envtest make test runs them). The suites in E2E_LAST (default cvo) run after the others, alone.
   # e2e/cvo may run beside them (E2E_LAST= ): only a spec that restarts OLM must not meet its
   # ClusterOperator CRD, and the disruptive lock sees to that (framework/testenv/disruptive.go). On 2
-  # cores that gained nothing — the run is CPU-bound, and its Widget spec adds to the API-lock waits of
-  # the AllNamespaces cases: 254, 204, 179, 223 s against 206, 214, 198, 183 s last, interleaved
-  # (2026-11-27) — so it stays last by default. Each one's output goes to a file, printed when it ends.
+  # cores that gains nothing — the run is CPU-bound, and its Widget spec adds to the API-lock waits of
+  # the AllNamespaces cases — so it stays last by default. Each one's output goes to a file, printed
+  # when it ends.
   last=" ${E2E_LAST-cvo} "
   reports=()
   # The suites run from their kept test binaries (scripts/testbin's cache, shared with make test, linked
@@ -166,8 +166,8 @@ else
   if [ "$PROVIDER" = kind ]; then # globbed now that they are written (none: junitsum fails, naming it)
     reports+=("$ARTIFACTS"/junit-example-*.xml)
   fi
-  # Alone, one suite on $procs processes left the 2 cores about half idle (e2e/cvo, 2026-11-26): the
-  # last suites run on E2E_LAST_PROCS (default 4) processes.
+  # Alone, one suite on 2 processes leaves 2 cores about half idle (its specs mostly wait): the last
+  # suites run on E2E_LAST_PROCS (default 4) processes.
   for name in $last; do
     [ -d "e2e/$name" ] || continue
     procs=${E2E_LAST_PROCS:-4} step "e2e suite $name (E2E_LAST: after the others)" \

@@ -27,8 +27,7 @@ run_example() {
   # EXAMPLES_TESTBIN (make test and make e2e set it to scripts/testbin, unless TEST_BINARY_CACHE=0)
   # runs the test binaries go test builds, kept between runs instead of linked again each time, with
   # the flags go test passes them; go vet, which go test would run first, is make lint's. The 4 links
-  # cost ≈ 11 s of CPU in a warm make test, and on kind 12 s of CPU and 12–14 s before memcached's
-  # first case, in a CPU-bound run (2026-11-26).
+  # would cost ≈ 11 s of CPU in every warm run, which is CPU-bound, and delay memcached's first case.
   local tests=(-- -count=1 -timeout "${EXAMPLE_TIMEOUT:-20m}" ./...)
   if [ -n "${EXAMPLES_TESTBIN:-}" ]; then
     mkdir -p "$example_artifacts"
@@ -47,10 +46,8 @@ run_example() {
 rc=0
 total=$SECONDS
 # EXAMPLES_AT_ONCE=1 (make test sets it) runs the modules side by side, each one's output kept in a
-# file and printed whole when it ends. In a warm make test on 2 cores (2026-11-26), one after the other
-# the examples ended the run alone (memcached 110 s, then operator-repo 38 s, while the main run took
-# 120 s): 149.5 and 149.9 s; side by side 134, 141 and 148 s. (Measured when e2e/cleanup still ended the
-# main run at ≈ 140 s, side by side had been slower: 164 and 176 s against 140–154 s.)
+# file and printed whole when it ends. One after the other, the examples would end a warm make test
+# alone, after the main run; side by side they end with it (≈ 10 % shorter on 2 cores).
 if [ "${EXAMPLES_AT_ONCE:-0}" = 1 ]; then
   outs=() pids=()
   for gomod in examples/*/go.mod; do

@@ -27,12 +27,11 @@ elif [ ! -x "$BIN_DIR/kube-$KUBE_VERSION/kube-apiserver" ] && [ "${ENVTEST_DOWNL
 fi
 
 # One build after the other: side by side (separate modules, separate go commands) the cold toolchain
-# took 516 s instead of 505-506 s on 2 cores (2026-11-25): each go command already uses every core.
+# takes no less time on 2 cores, since each go command already uses every core.
 if [ -n "$from" ]; then
   log "kube-apiserver and etcd from $from"
   bash "$REPO_ROOT/scripts/build-kube.sh" kube-controller-manager
 else
-  # Measured on 2 cores from empty Go caches (2026-11-27): 12 min 41 s with the module downloads.
   [ -x "$BIN_DIR/kube-$KUBE_VERSION/kube-apiserver" ] ||
     log "building kube-apiserver and etcd from source: with kube-controller-manager and olm ≈ 10–13 min on 2 cores from empty Go caches, once (cached in $BIN_DIR)"
   bash "$REPO_ROOT/scripts/build-kube.sh" kube-apiserver kube-controller-manager
