@@ -10,7 +10,7 @@
 #   ENVTEST_TIMEOUT=seconds how long the download may take (default 120)
 . "$(dirname "$0")/lib.sh"
 
-# Offline, building setup-envtest only to see it fail costs ≈ 30 s (44 s of CPU) of a first make test:
+# Offline, building setup-envtest only to see it fail costs ≈ 30 s of a first make test:
 # when the index's host does not resolve and no proxy would resolve it instead, say so and stop here.
 index=${ENVTEST_INDEX:-https://raw.githubusercontent.com/kubernetes-sigs/controller-tools/HEAD/envtest-releases.yaml}
 if why=$(unreachable "$index"); then

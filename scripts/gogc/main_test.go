@@ -10,10 +10,10 @@ func TestTheLargerHeapOnlyWhereAFirstTouchIsCheap(t *testing.T) {
 		cost time.Duration
 		want string
 	}{
-		{1600 * time.Nanosecond, large},   // the fast VM of 2026-11-28
+		{1600 * time.Nanosecond, large},   // the machine where 400 won
 		{cheapFault, large},               // the bound itself
 		{cheapFault + 1, moderate},        // just over
-		{12 * time.Microsecond, moderate}, // the slow VM of 2026-11-27
+		{12 * time.Microsecond, moderate}, // the machine where 200 won
 	} {
 		if got := choose(c.cost); got != c.want {
 			t.Errorf("choose(%s) = GOGC %s, want %s", c.cost, got, c.want)

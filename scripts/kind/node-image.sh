@@ -154,7 +154,7 @@ node_hash=$( {
 NODE_IMAGE=$NODE_IMAGE_REPO:$KUBE_VERSION-$node_hash
 build_node() {
   local c=cleanup-e2e-node-build-$node_hash
-  # a complete build peaks at ≈ 3.5 GB in Docker's data root with one cluster running (README.md)
+  # a complete build peaks at ≈ 3.5 GB in Docker's data root with one cluster running (docs/kind.md)
   require_free_space "$(docker_root)" 3 "building the kind node image (Docker's data root)"
   docker rm -f "$c" >/dev/null 2>&1 || true # leftover of a killed build
   # removed however this ends (error, Ctrl-C): an unfinished build never gets the node image's tag
