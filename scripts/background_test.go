@@ -31,7 +31,7 @@ func background(t *testing.T, atonce, script, marker string) *exec.Cmd {
 // withDefaultSIGINT has the processes the test starts begin with SIGINT at its default action, as
 // under a terminal. Run from a background job (`make test &`, nohup), a test inherits SIGINT ignored,
 // and a shell cannot trap a signal ignored at its start (POSIX): an interrupt test failed for how it was
-// launched (2 of 3 runs, 2026-11-29). Go starts a child with the signals it handles at their default;
+// launched (2 of 3 runs). Go starts a child with the signals it handles at their default;
 // the test handles SIGINT meanwhile and passes one it gets on to itself, as before.
 func withDefaultSIGINT(t *testing.T) {
 	c := make(chan os.Signal, 1)
@@ -76,7 +76,7 @@ echo "at_once: $rc"`, dir), "CLEANUP_E2E_BG_TEST=report").CombinedOutput()
 // TestAnInterruptWhileRunsStartIsNeverLost interrupts, as a terminal's Ctrl-C would, a script at a
 // random moment of the start of its runs (where make e2e's interrupt test sends it): the script must
 // exit 130 and leave no run behind. With the runs started by bash itself (a log line with `$(date)`
-// each), 8 of 20 runs of this test failed (2026-11-29): bash dropped the signal and the script ran on
+// each), 8 of 20 runs of this test failed: bash dropped the signal and the script ran on
 // to exit 0; without the `$(date)`, 1 of 40 tries still failed under load (make test-kind). Every
 // second try the script's INT trap does nothing, as if bash dropped the signal: atonce's 130 must end
 // the script then.

@@ -88,7 +88,7 @@ func TestE2EInterruptDeletesCluster(t *testing.T) {
 	}
 	// The runs it started in the background (every suite and the examples, each in its own process
 	// group, out of reach of the interrupt) must be gone too: one still starting would create the
-	// cluster again (it did, 2026-11-26, before they were stopped from bash's job table).
+	// cluster again (it did, before they were stopped from bash's job table).
 	if left := processesWith("CLEANUP_E2E_KIND_CLUSTER=" + name); len(left) > 0 {
 		t.Errorf("processes of the interrupted make e2e still run: %s", strings.Join(left, "; "))
 	}

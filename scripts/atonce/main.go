@@ -10,7 +10,7 @@
 // signal (a second Ctrl-C: the user will not wait for the runs' cleanup).
 //
 // Why not bash: scripts/e2e.sh ran these from bash, and bash 5.2 lost a Ctrl-C now and then while the
-// runs started: no trap run, make e2e went on to a passing end (CI's interrupt test, 2026-11-29). It
+// runs started: no trap run, make e2e went on to a passing end (CI's interrupt test caught it). It
 // lost 9 of 300 interrupts that came during a command substitution, and, under load, 1 of 40 with no
 // substitution left in the start (scripts/background_test.go). Go queues the signal; a run that has
 // not started when it comes is not started.

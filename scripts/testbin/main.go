@@ -3,7 +3,7 @@
 //
 //   - Linked test binaries are kept, keyed on the build IDs of every package linked into them. `go test`
 //     links every test binary again on each run, even when nothing changed: on 2 cores a warm
-//     `go test -run '^$' ./...` takes 27 s (53 s of CPU, measured 2026-11-25). A binary whose inputs
+//     `go test -run '^$' ./...` takes ≈ 27 s (≈ 53 s of CPU). A binary whose inputs
 //     changed is linked again (`go test -c`); the others are run as they are.
 //   - Packages start longest first (each package's duration and CPU in the previous run are kept beside
 //     the binaries), so the longest suite does not start last and end the run alone; kept binaries run
@@ -116,8 +116,8 @@ func main() {
 	go func() {
 		ok := link(*cache, held, pkgs, out, ready)
 		// Only once every binary is linked: what waits on it (make test's examples) would otherwise
-		// compile and link beside these links (a first make test: 40 links took 4 min 30 s beside both
-		// examples, 3 min 29 s beside one). A warm run links nothing, so it is written at once.
+		// compile and link beside these links, which then take about a third longer. A warm run links
+		// nothing, so it is written at once.
 		if *linkedMarker != "" {
 			if err := os.WriteFile(*linkedMarker, nil, 0o644); err != nil {
 				fatal(err)
@@ -186,8 +186,8 @@ func run(ready *queue, cache string, parallel int, timeout time.Duration, procs 
 				cpu, err = runBinary(p, timeout, out, true)
 			}
 			mu.Lock()
-			// A failure's seconds are not the package's length: pkg/operandcleanup, failing in 1 s on
-			// a flag, started at 102 s of the next run, which took 192 s instead of ≈ 125 (2026-11-29).
+			// A failure's seconds are not the package's length: a long package failing in 1 s on a
+			// flag would start last in the next run and end it alone, ≈ 50 % late.
 			if _, known := h[p.path]; err == nil || !known {
 				h[p.path] = measured{Seconds: time.Since(start).Seconds(), CPU: cpu.Seconds()}
 			}
@@ -386,7 +386,7 @@ func (p testPackage) command(name string, args ...string) *exec.Cmd {
 // -test.parallel is then set to parallel, which main makes what go test would give (testbin's own
 // GOMAXPROCS): testing's default follows GOMAXPROCS, and at 1 a package's t.Parallel tests ran one at a
 // time (framework/cluster/envtest's four, each waiting on its own control plane, made it the run's
-// longest package: 119 s, 2026-11-29). Not to a binary that links Ginkgo: a suite fails on the flag.
+// longest package). Not to a binary that links Ginkgo: a suite fails on the flag.
 func withGOMAXPROCS(pkgs []testPackage, n, parallel int) {
 	if n <= 0 || os.Getenv("GOMAXPROCS") != "" {
 		return

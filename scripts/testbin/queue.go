@@ -11,17 +11,16 @@ import (
 
 // queue holds the packages whose binaries are ready; pop takes the longest first (by the previous run),
 // so a package linked again after a change does not wait behind every kept one: a long suite queued
-// last ended a run 75 s late (2026-11-26, 3 min 58 s instead of 2 min 43 s).
+// last ends the run alone, about half as long again.
 //
 // Packages that mostly wait (history.waits) have runners of their own beside the -p others
-// (popWaiting): in order of length they started last and ended the run alone — framework/toolchain's
-// 10 s, of which 9 s a fake start running out of its time, began at 140 s of a warm run and ended it
-// at 150 s (2026-11-28), using 0.2 s of CPU.
+// (popWaiting): in order of length they would start last and end the run alone — framework/toolchain's
+// 10 s, of which 9 s a fake start running out of its time, using 0.2 s of CPU.
 //
 // A package being linked that is longer than every ready one is awaited by a runner (at most
 // awaitable of them) instead of being taken by the first runner free after it is linked: after a
-// change to framework/cluster/envtest, its link took 9 s, the six runners had taken the kept packages
-// meanwhile, and it started at 79 s and ended the run at 151 s instead of ≈ 125 s (2026-11-29).
+// change to framework/cluster/envtest, its link takes 9 s, the six runners take the kept packages
+// meanwhile, and it would start at ≈ 80 s and end the run ≈ 25 s late.
 type queue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -47,8 +46,8 @@ func newQueue(h history) *queue {
 
 // begin puts the packages whose binaries are there and names those being linked (each pushed once
 // linked, or forgotten), at once: a runner that woke between two pushes saw none of the longer kept
-// packages still to come and awaited a short one being linked (2026-11-29: e2e/cvo, the fifth longest,
-// then started at 31 s and the run took 149 s).
+// packages still to come and awaited a short one being linked (e2e/cvo, the fifth longest, then
+// started ≈ 30 s late and ended the run).
 func (q *queue) begin(ready []testPackage, linking []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -169,7 +168,7 @@ const historyFile = "history.json"
 // waitingCPU is the most CPU a package that mostly waits took in its last run, its tests and every
 // process they started together: framework/toolchain's slot tests and fake starts 0.15–0.2 s over
 // 10 s, framework/testenv's lock tests 0.3–0.4 s over 12 s; the next, framework/cluster/existing and
-// framework/kube, 2–2.8 s (2026-11-28). A share of a core would not do: two runs side by side stretch
+// framework/kube, 2–2.8 s. A share of a core would not do: two runs side by side stretch
 // every package's seconds but not its CPU, and after one pair framework/cluster/envtest (16 s of CPU
 // over 331 s) looked as idle as the waiting ones.
 const waitingCPU = 1.0
