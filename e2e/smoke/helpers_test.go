@@ -18,7 +18,7 @@ func objMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: nam
 // onRuntimeProcess is body, Serial on envtest: the spec asks the local runtime (runningIn), which runs
 // in Ginkgo process 1, where Ginkgo runs the Serial specs. On a cluster with nodes it needs neither
 // process 1 nor what Serial also means there, the shared cluster alone (testenv's run lock): as Serial,
-// the spec waited ≈ 170 s on kind for every other run's specs to end (2026-11-26).
+// the spec would wait minutes on kind for every other run's specs to end.
 func onRuntimeProcess(body func(context.Context)) []any {
 	if smokeInput.ProviderName() == "envtest" {
 		return []any{ginkgo.Serial, body}

@@ -86,8 +86,8 @@ var defaults = map[Name]time.Duration{
 
 // Poll is how often a wait checks again. Not scaled, like the observation windows. A check often costs
 // one request per object (each operand of a spec), so Gomega's default of 10 ms made the API server
-// spend more CPU answering a suite's own polling than on anything the suite tests (e2e/cleanup on
-// 2026-11-25: ≈ 275 requests/s, most of them GETs of the specs' samples).
+// spend more CPU answering a suite's own polling than on anything the suite tests (e2e/cleanup's API
+// server answered ≈ 275 requests/s, most of them GETs of the specs' samples).
 const Poll = 100 * time.Millisecond
 
 // Get is the timeout of the named wait: its default times Scale().

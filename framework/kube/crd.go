@@ -26,7 +26,7 @@ func ApplyCRDs(ctx context.Context, c client.Client, crds ...*apiextensionsv1.Cu
 // applyCRD creates or updates one CRD, again from a fresh read when it lost a race: another process
 // of the run applying the same CRD (Ginkgo processes share a cluster) created it between the read and
 // the create, or the API server wrote its status between the read and the update (a conflict that
-// failed an e2e/cleanup spec in a make test, 2026-11-26).
+// that failed an e2e/cleanup spec in make test: docs/flakes.md).
 func applyCRD(ctx context.Context, c client.Client, src *apiextensionsv1.CustomResourceDefinition) error {
 	lostRace := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
 	return retry.OnError(retry.DefaultRetry, lostRace, func() error {

@@ -33,8 +33,8 @@ func TestPollKeepsTheCauseSeenBeforeTheDeadline(t *testing.T) {
 }
 
 // client-go's rate limiter fails a request whose turn would come after the deadline before the deadline
-// passes (a make test on 2026-11-27: "create namespace reused: client rate limiter Wait returned an
-// error: rate: Wait(n=1) would exceed context deadline" instead of the namespace still terminating).
+// passes (make test failed with "create namespace reused: client rate limiter Wait returned an error:
+// rate: Wait(n=1) would exceed context deadline" instead of the namespace still terminating).
 func TestPollKeepsTheCauseSeenBeforeTheRateLimiterSawTheDeadline(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)

@@ -15,7 +15,7 @@ import (
 // apiextensions-apiserver pkg/controller/finalizer/crd_finalizer.go). A CRD deleted soon after it
 // changed fails with "could not list instances: storage is (re)initializing" while the watch cache of its
 // instances is rebuilt, and under load often enough that the next retry came minutes later (a teardown's
-// 2 min wait ran out: flake hunts of sessions 23 and 26). Any change to the CRD but its Terminating
+// 2 min wait ran out in flake hunts: docs/flakes.md). Any change to the CRD but its Terminating
 // condition requeues it at once (updateCustomResourceDefinition there), as an administrator touching it
 // would; so a wait for a CRD to go annotates it when its Terminating condition says the deletion failed.
 

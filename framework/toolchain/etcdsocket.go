@@ -9,8 +9,8 @@ import (
 )
 
 // etcdOverSocket makes kube-apiserver reach etcd through a Unix socket in etcd's data dir instead of
-// loopback TCP, whose per-packet work in the kernel cost e2e/cleanup alone 1.2–5.4 s more CPU of its
-// 37–48 s (three interleaved pairs, 2026-11-29); etcd keeps its TCP listener for envtest's health
+// loopback TCP, whose per-packet work in the kernel costs e2e/cleanup alone ≈ 3–10 % more CPU; etcd
+// keeps its TCP listener for envtest's health
 // check and for a user's etcdctl. A cluster's API server reaches etcd over TCP (kubeadm, kind): nothing
 // a test reads depends on the link. Both flags are rendered when each process starts, once etcd's data
 // dir is known (envtest makes one when the caller gives none). A flag the caller set before

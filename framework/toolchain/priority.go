@@ -14,7 +14,7 @@ import (
 
 // Start priority: which waiting start takes the next free slot. make test starts ≈ 20 control planes in
 // its first minute on 2 slots, and the one that waited longest was often the longest package's:
-// e2e/cleanup's took 54 s to be ready (2026-11-28), then ran the suite to the end of the run, while
+// e2e/cleanup's took ≈ 50 s to be ready, then ran the suite to the end of the run, while
 // packages done in a minute had started first. scripts/testbin gives each package's tests the seconds it
 // took in its last run as envvar.StartPriority. A waiting start's place in the queue is the time it
 // began to wait minus its priority in seconds, and a start leaves the free slots to a live waiter

@@ -64,8 +64,8 @@ func (p *Provider) LoadImages(ctx context.Context, images ...string) error {
 }
 
 // hostImageIDs reads the IDs of images from the host's Docker with one `docker image inspect` (it was one
-// per image, and then one crictl per image and node: ≈ 50 processes and 7–8 s of each run's set-up on a
-// busy 2-core machine, 2026-11-26).
+// per image, and then one crictl per image and node: ≈ 50 processes and several seconds of each run's
+// set-up on a busy 2-core machine).
 func hostImageIDs(ctx context.Context, images []string) (map[string]string, error) {
 	out, err := dockerOutput(ctx, append([]string{"image", "inspect", "--format", "{{.Id}}"}, images...)...)
 	if err != nil {

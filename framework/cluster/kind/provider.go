@@ -50,9 +50,8 @@ evictionHard:
 // controlPlanePatches are always applied: the control plane's Go processes (API server, etcd,
 // controller manager) collect garbage at GOGC=400 instead of Go's 100, as make test runs envtest's
 // (scripts/test.sh). make e2e is CPU-bound on 2 cores, and its API server spent ≈ 16 % of its CPU in
-// the garbage collector (a 120 s profile of a kept-cluster run); interleaved kept-cluster runs took
-// 262 and 254 s at 100, 235 and 242 s at 400 (the node's CPU 286, 316 s against 276, 276 s). The
-// heaps grow in proportion (the API server's ≈ 1.25 GiB; the node has GiBs to spare); no behaviour
+// the garbage collector (a CPU profile of a kept-cluster run); at 400 a kept-cluster run is ≈ 8 %
+// shorter and its node takes less CPU (docs/kind.md). The heaps grow in proportion (the API server's ≈ 1.25 GiB; the node has GiBs to spare); no behaviour
 // changes. extraEnvs is kubeadm v1beta4's, which kind v0.33 writes for Kubernetes ≥ 1.36; an older
 // node image's kubeadm warns about the unknown field and keeps Go's default.
 var controlPlanePatches = []string{`kind: ClusterConfiguration
