@@ -20,7 +20,8 @@ const (
 	large      = "400"
 	moderate   = "200"
 	// probeBytes is touched three times; the cheapest round counts (another process's burst must not
-	// make a fast machine look slow). 3 × 32 MiB is ≈ 25,000 faults: ≈ 40 ms where a page is cheap, ≈ 0.3 s where it is dear.
+	// make a fast machine look slow). 3 × 32 MiB is ≈ 25,000 faults: ≈ 40 ms where a page is cheap,
+	// ≈ 0.3 s where it is dear.
 	probeBytes = 32 << 20
 )
 
