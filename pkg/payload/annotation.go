@@ -10,8 +10,10 @@ type InvalidDeleteAnnotationError struct {
 	Value string
 }
 
+// Error is the CVO's text (lib/resourcedelete/helper.go ValidDeleteAnnotation): the value between
+// plain double quotes, not escaped as %q would, so a value `"true"` reads `""true""` there and here.
 func (e *InvalidDeleteAnnotationError) Error() string {
-	return fmt.Sprintf("invalid delete annotation %q value: %q", DeleteAnnotation, e.Value)
+	return fmt.Sprintf(`invalid delete annotation "%s" value: "%s"`, DeleteAnnotation, e.Value)
 }
 
 // ValidDeleteAnnotation reports whether the delete annotation is present; it is an error when it is

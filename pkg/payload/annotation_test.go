@@ -22,6 +22,10 @@ func TestValidDeleteAnnotation(t *testing.T) {
 		{"empty", map[string]string{payload.DeleteAnnotation: ""}, true, `invalid delete annotation "release.openshift.io/delete" value: ""`},
 		{"false", map[string]string{payload.DeleteAnnotation: "false"}, true, `invalid delete annotation "release.openshift.io/delete" value: "false"`},
 		{"spaces", map[string]string{payload.DeleteAnnotation: " true"}, true, `invalid delete annotation "release.openshift.io/delete" value: " true"`},
+		// The value between plain quotes, unescaped, as the CVO writes it (lib/resourcedelete/helper.go).
+		{"quoted", map[string]string{payload.DeleteAnnotation: `"true"`}, true, `invalid delete annotation "release.openshift.io/delete" value: ""true""`},
+		{"backslash and tab", map[string]string{payload.DeleteAnnotation: `a\b` + "\t"}, true, `invalid delete annotation "release.openshift.io/delete" value: "a\b` + "\t" + `"`},
+		{"newline", map[string]string{payload.DeleteAnnotation: "true\n"}, true, "invalid delete annotation \"release.openshift.io/delete\" value: \"true\n\""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,14 +85,14 @@ func TestClassifyUpdateAndCanUpgrade(t *testing.T) {
 		if err != nil || kind != tc.kind {
 			t.Errorf("%s -> %s: %v %v, want %v", tc.from, tc.to, kind, err, tc.kind)
 		}
-		ok, msg, err := payload.CanUpgrade(tc.from, tc.to, []string{`configmap "a/b"`})
-		if err != nil || ok != tc.allowed {
-			t.Errorf("CanUpgrade %s -> %s = %v %q %v", tc.from, tc.to, ok, msg, err)
+		ok, msg := payload.CanUpgrade(tc.from, tc.to, []string{`configmap "a/b"`})
+		if ok != tc.allowed {
+			t.Errorf("CanUpgrade %s -> %s = %v %q", tc.from, tc.to, ok, msg)
 		}
 		if !ok && msg != payload.UpgradeableMessage([]string{`configmap "a/b"`}) {
 			t.Errorf("message %q", msg)
 		}
-		if ok, _, _ := payload.CanUpgrade(tc.from, tc.to, nil); !ok {
+		if ok, _ := payload.CanUpgrade(tc.from, tc.to, nil); !ok {
 			t.Errorf("%s -> %s refused with no deletions", tc.from, tc.to)
 		}
 	}

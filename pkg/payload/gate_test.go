@@ -55,13 +55,34 @@ func TestSemVerAsTheCVOParsesIt(t *testing.T) {
 }
 
 func TestCanUpgradeIgnoresDeletesForADowngrade(t *testing.T) {
-	ok, _, err := CanUpgrade("1.2.0", "1.1.0", []string{`configmap "ns/x"`})
-	if !ok || err != nil {
-		t.Fatalf("a minor downgrade is not gated: ok=%v err=%v", ok, err)
+	ok, msg := CanUpgrade("1.2.0", "1.1.0", []string{`configmap "ns/x"`})
+	if !ok || msg != "" {
+		t.Fatalf("a minor downgrade is not gated: ok=%v msg=%q", ok, msg)
 	}
-	ok, msg, _ := CanUpgrade("1.1.0", "1.2.0", []string{`configmap "ns/x"`})
+	ok, msg = CanUpgrade("1.1.0", "1.2.0", []string{`configmap "ns/x"`})
 	if ok || !strings.Contains(msg, `resources=configmap "ns/x"`) {
 		t.Fatalf("a minor update is gated: ok=%v msg=%q", ok, msg)
+	}
+}
+
+// With no deletion in progress there is no Upgradeable=False, and the CVO's precondition passes
+// before it parses a version (upgradeable.go Run): a target that is not SemVer may start then, as
+// applier.Run starts it. Only while deletions are in progress is it refused, naming the target.
+func TestCanUpgradeRefusesATargetThatIsNotSemVerOnlyWhileDeletionsAreInProgress(t *testing.T) {
+	pending := []string{`configmap "ns/x"`}
+	for _, tc := range []struct{ current, target string }{
+		{"1.1.0", "1.2"},
+		{"1.1.0", "v1.1.1"},
+		{"1.1.0", "1.1"},
+		{"1.1.0", "latest"},
+	} {
+		if ok, msg := CanUpgrade(tc.current, tc.target, nil); !ok || msg != "" {
+			t.Errorf("CanUpgrade(%q, %q) with no deletion in progress = %v, %q; want true", tc.current, tc.target, ok, msg)
+		}
+		ok, msg := CanUpgrade(tc.current, tc.target, pending)
+		if ok || !strings.Contains(msg, `"`+tc.target+`" is not SemVer`) || !strings.HasSuffix(msg, "; "+UpgradeableMessage(pending)) {
+			t.Errorf("CanUpgrade(%q, %q) with %v in progress = %v, %q; want refused, naming the target and the deletions", tc.current, tc.target, pending, ok, msg)
+		}
 	}
 }
 

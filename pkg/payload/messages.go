@@ -53,16 +53,24 @@ func UpgradeableMessage(resources []string) string {
 		strings.Join(sorted, ",")
 }
 
-// CanUpgrade decides whether an upgrade from current to target may start while the given deletions
-// are unverified: only a minor or major step forward is refused while any deletion is in progress
-// (UpgradeGate). The message explains a refusal.
-func CanUpgrade(current, target string, deletesInProgress []string) (bool, string, error) {
+// CanUpgrade decides like the CVO's Upgradeable precondition whether an update from current to target
+// may start while the given deletions are unverified, and gives the refusal's message (the one
+// applier.Run's UpgradeBlockedError carries). With no deletion in progress there is no
+// Upgradeable=False and every update may start: the precondition passes before it parses a version
+// (pkg/payload/precondition/clusterversion/upgradeable.go Run), so a target that is not SemVer is
+// refused only while deletions are in progress. Otherwise only a minor or major step forward, or a
+// target that is not SemVer, is refused (UpgradeGate).
+func CanUpgrade(current, target string, deletesInProgress []string) (bool, string) {
+	if len(deletesInProgress) == 0 {
+		return true, ""
+	}
 	gated, _, err := UpgradeGate(current, target)
+	if !gated && err == nil {
+		return true, ""
+	}
+	msg := UpgradeableMessage(deletesInProgress)
 	if err != nil {
-		return false, "", err
+		msg = err.Error() + "; " + msg
 	}
-	if gated && len(deletesInProgress) > 0 {
-		return false, UpgradeableMessage(deletesInProgress), nil
-	}
-	return true, "", nil
+	return false, msg
 }

@@ -26,7 +26,7 @@ func (r Resource) String() string {
 	if cvoTypedKinds[r.Group+"/"+r.Kind] {
 		kind = strings.ToLower(kind)
 	}
-	return fmt.Sprintf("%s %q", kind, id)
+	return fmt.Sprintf(`%s "%s"`, kind, id) // plain quotes, as the CVO's Resource.String (lib/resourcedelete/helper.go)
 }
 
 // cvoTypedKinds are group/kind of the typed builders the CVO registers (lib/resourcebuilder

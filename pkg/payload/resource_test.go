@@ -17,6 +17,8 @@ func TestResourceStringNamesKindsLikeTheCVO(t *testing.T) {
 		{Resource{Group: "example.com", Version: "v1", Kind: "WidgetClass", Name: "x"}, `WidgetClass "x"`},
 		{Resource{Group: "config.openshift.io", Version: "v1", Kind: "ClusterOperator", Name: "svcat"}, `ClusterOperator "svcat"`},
 		{Resource{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Namespace: "ns", Name: "p"}, `PodDisruptionBudget "ns/p"`},
+		// Between plain quotes, unescaped, as the CVO's Resource.String (lib/resourcedelete/helper.go).
+		{Resource{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "ns", Name: `a"b\c`}, `Widget "ns/a"b\c"`},
 	} {
 		if got := tc.r.String(); got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc.r, got, tc.want)

@@ -233,14 +233,18 @@ func (a *Applier) State(ctx context.Context) (State, error) {
 	return a.state.snapshot(), nil
 }
 
-// CanUpgradeTo reports whether an update to version may start: only a minor or major step forward
-// from the update under way (else from the current version) may not while deletions are in progress
-// (payload.UpgradeGate; the message is then the Upgradeable=False message).
+// CanUpgradeTo reports whether Run would start an update to version, by the same rule
+// (payload.CanUpgrade): while deletions are in progress, a minor or major step forward from the
+// update under way (else from the current version), or a version that is not SemVer, may not, and
+// the message is then the refusal's; with none in progress any version may. It reads the recorded
+// deletions; Run checks them on the cluster first, so it may find one completed since. The error is
+// only the state's.
 func (a *Applier) CanUpgradeTo(ctx context.Context, version string) (bool, string, error) {
 	if err := a.state.load(ctx); err != nil {
 		return false, "", err
 	}
-	return payload.CanUpgrade(a.state.gateFrom(), version, a.state.inProgressNames())
+	ok, msg := payload.CanUpgrade(a.state.gateFrom(), version, a.state.inProgressNames())
+	return ok, msg, nil
 }
 
 // CurrentVersion is the last completely applied payload version.

@@ -14,6 +14,9 @@ import (
 func (a *Applier) upgradeBlocked(ctx context.Context, run *runState, completed, from, target string, kind payload.UpdateKind) *UpgradeBlockedError {
 	gated, warning, err := payload.UpgradeGate(from, target)
 	if warning != "" {
+		// Even with no deletion in progress: the CVO's deletion risk is itself a risk when the current
+		// version does not parse (pkg/risk/deletion/deletion.go Risks), so Upgradeable is False and
+		// the precondition warns.
 		a.message(run, nil, SeverityWarning, warning)
 	}
 	refuses := gated || err != nil // with deletions in progress; otherwise it may only warn
@@ -28,13 +31,13 @@ func (a *Applier) upgradeBlocked(ctx context.Context, run *runState, completed, 
 	if len(pending) == 0 {
 		return nil
 	}
-	msg := payload.UpgradeableMessage(pending)
 	if !refuses {
-		a.message(run, nil, SeverityWarning, retarget+" "+msg)
+		a.message(run, nil, SeverityWarning, retarget+" "+payload.UpgradeableMessage(pending))
 		return nil
 	}
-	if err != nil {
-		msg = err.Error() + "; " + msg
+	// The refusal and its words are payload.CanUpgrade's, which CanUpgradeTo answers with.
+	if ok, msg := payload.CanUpgrade(from, target, pending); !ok {
+		return &UpgradeBlockedError{Current: from, Target: target, Kind: kind, Message: msg}
 	}
-	return &UpgradeBlockedError{Current: from, Target: target, Kind: kind, Message: msg}
+	return nil
 }
