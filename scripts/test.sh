@@ -67,7 +67,7 @@ examples_pid=$!
 # the unit tests (suite.RunSpecs randomizes specs and reads GINKGO_LABEL_FILTER). Six test binaries at
 # once on 2 cores: they mostly wait (control planes, OLM, quiet windows), and with four the four longest
 # suites hold every slot while the cores idle; with eight everything starts at once, the long suites
-# start starved and end the run alone (docs/performance.md has the comparison).
+# start starved and end the run alone (docs/performance.md).
 # Test binaries are kept between runs in $CACHE_DIR/testbin (scripts/testbin: go test links every one
 # again on each run, ≈ 27 s of a warm run on 2 cores); TEST_BINARY_CACHE=0 runs plain `go test` instead.
 if [ "${TEST_BINARY_CACHE:-1}" = 0 ]; then
