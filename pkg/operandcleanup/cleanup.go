@@ -45,7 +45,38 @@ func (r *Reconciler) reconcileDeleting(ctx context.Context, csv *v1alpha1.Cluste
 	if err := r.holdRBAC(ctx, key); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.recordUninstallTargets(ctx, csv); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.runCleanup(ctx, csv)
+}
+
+// recordUninstallTargets writes the namespaces the operator watches to UninstallTargetsAnnotation when the
+// CSV has none yet: before the first Delete, so that a restarted controller still knows them. They are
+// read from the API server: olm.targetNamespaces as OLM merged it into the operator's Deployments (what
+// the operator reads), else the CSV's targets. Unresolvable targets are left for runCleanup to report
+// (nothing is deleted then).
+func (r *Reconciler) recordUninstallTargets(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) error {
+	if _, ok := uninstallTargets(csv); ok {
+		return nil
+	}
+	t, ok, err := r.deploymentTargets(ctx, csv)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		t, err = resolveTargets(ctx, r.live, csv)
+		var blocked *errNoTargets
+		if errors.As(err, &blocked) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return r.patchCSV(ctx, csv, func(c *v1alpha1.ClusterServiceVersion) {
+		metav1.SetMetaDataAnnotation(&c.ObjectMeta, UninstallTargetsAnnotation, t.encode())
+	})
 }
 
 // runCleanup is one cleanup pass: resolve the plan, list operands, delete those not yet deleting, report.
@@ -106,12 +137,12 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 	lists, listed := pendingLists(res.first, r.opts.MaxPendingListed)
 	msg := waitingMessage(res.pending, listed, p.notes)
 	reason := ReasonWaitingOnCleanup
-	if gone, err := r.operatorGone(ctx, csv); err != nil {
+	if trouble, err := r.operatorGone(ctx, csv); err != nil {
 		return ctrl.Result{}, err
-	} else if gone != "" {
-		// Nothing will remove the operands' finalizers: say so where users look (invariant 5).
-		reason, msg = ReasonOperatorGone, operatorGoneMessage(gone, res.pending, listed)
-		r.warnOperatorGone(ctx, csv, st, msg)
+	} else if trouble.why != "" {
+		// Nothing removes the operands' finalizers now: say so where users look (invariant 5).
+		reason, msg = trouble.reason, operatorTroubleMessage(trouble, res.pending, listed)
+		r.warnOperatorGone(ctx, csv, st, trouble.reason, msg)
 	}
 	// The stall clock first (it may resume from the status a previous run wrote), then the status, which
 	// persists it.
@@ -144,7 +175,8 @@ func (r *Reconciler) planFor(ctx context.Context, csv *v1alpha1.ClusterServiceVe
 	if err != nil {
 		return nil, err
 	}
-	pk := fmt.Sprintf("%s|%d|%t|%s", csv.UID, csv.Generation, t.all, strings.Join(t.namespaces, ","))
+	started, _ := uninstallTargets(csv)
+	pk := fmt.Sprintf("%s|%d|%t|%s|%t|%s", csv.UID, csv.Generation, t.all, strings.Join(t.namespaces, ","), started.all, strings.Join(started.namespaces, ","))
 	if !force && st.plan != nil && st.planKey == pk && r.opts.Now().Before(st.planExpires) {
 		return st.plan, nil
 	}
@@ -191,7 +223,7 @@ func (r *Reconciler) verifyLive(ctx context.Context, cached *v1alpha1.ClusterSer
 }
 
 func samePlan(a, b *plan) bool {
-	if a.targets.all != b.targets.all || strings.Join(a.targets.namespaces, ",") != strings.Join(b.targets.namespaces, ",") || len(a.types) != len(b.types) || a.exclusionKey() != b.exclusionKey() {
+	if a.targets.encode() != b.targets.encode() || a.started.encode() != b.started.encode() || len(a.types) != len(b.types) || a.exclusionKey() != b.exclusionKey() {
 		return false
 	}
 	for gk, ns := range a.allowed {

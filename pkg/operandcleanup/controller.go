@@ -61,7 +61,7 @@ type csvState struct {
 
 	// operator liveness (operator.go): last check, its answer, the last OperatorGone warning emitted.
 	operatorCheckedAt time.Time
-	operatorGone      string
+	operatorGone      operatorTrouble
 	lastGoneWarning   string
 }
 

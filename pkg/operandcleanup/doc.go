@@ -18,6 +18,12 @@
 //     themselves, anything outside the targets, cluster-scoped instances unless the operator is global.
 //     Missing targets (no annotation, no or several OperatorGroups) block the cleanup with a status
 //     message and a Warning event; an owned CRD that is not installed is skipped with a note.
+//   - Targets that change during the uninstall: OLM keeps rewriting olm.targetNamespaces on a deleted CSV
+//     when its OperatorGroup changes, but no longer rolls the operator's Deployment. Before its first
+//     Delete the controller records the namespaces the operator watches (UninstallTargetsAnnotation:
+//     olm.targetNamespaces of the Deployments' pod templates, else the CSV's targets). Deletes go only to
+//     namespaces that are targets now and were then; the cleanup completes only when no operand is being
+//     deleted in a namespace the operator watched then, whoever deleted it.
 //   - Upgrades never clean up: a CSV with a successor (a CSV of its namespace with spec.replaces naming
 //     it, accepted by OLM or not, even one being deleted) or that OLM deletes as replaced (phase Deleting,
 //     reason Replaced) loses the finalizer, and its successors get spec.cleanup.enabled: true when it
@@ -27,7 +33,8 @@
 //     target namespaces, labels olm.owner*, olm.copiedFrom) is held the same way: deleting a target
 //     namespace during the cleanup would otherwise take the operator's permissions there with it. When the
 //     operator cannot finish any more (its Deployment gone or being deleted, its namespace terminating),
-//     the status says so (reason OperatorGone) and a Warning event names it.
+//     the status says so (reason OperatorGone) and a Warning event names it; while none of its
+//     Deployments has an available replica (scaled to 0, crashing), reason OperatorNotRunning says that.
 //   - OLM (≥0.27) deletes a CSV's cluster RBAC (olm.owner* labels) as soon as the CSV is deleted, while
 //     the operator still needs it for its finalizers. While cleanup is enabled (and the CSV is not being
 //     replaced) this controller puts RBACFinalizer on the ClusterRoles/ClusterRoleBindings OLM made for
@@ -55,8 +62,9 @@
 //     the pass, exists with the same UID, is being deleted, carries Finalizer, has spec.cleanup.enabled
 //     true, is not an OLM copy, has no successor that stays (one not being deleted, directly or through
 //     successors that are) and is not deleted by OLM as replaced; the operand's type
-//     is owned and not required by X, its namespace is one of X's targets (cluster-scoped only for a global
-//     X), and it is the very object listed (UID precondition).
+//     is owned and not required by X, its namespace is one of X's targets both now and when the uninstall
+//     began (cluster-scoped only for an X global then and now), and it is the very object listed (UID
+//     precondition).
 //  2. X is the whole installation: the CSV X replaces (spec.replaces) does not exist any more or is being
 //     deleted. Otherwise deleting X is an aborted upgrade, not an uninstall: nothing is deleted.
 //  3. No other installation serves the operand: no other CSV anywhere (not copied, not being deleted) owns
@@ -65,11 +73,16 @@
 //  4. An opt-in is never lost: the controller never sets spec.cleanup.enabled to false; it copies true to
 //     successors, and a CSV whose successor vanished keeps the user's value.
 //  5. A cleanup that cannot finish says why in the CSV's status (phase Cleanup with WaitingOnCleanup and
-//     the pending list, OperatorGone when the operator's Deployment or namespace is going, or a blocked
+//     the pending list, OperatorGone when the operator's Deployment or namespace is going,
+//     OperatorNotRunning while it has no available replica, or a blocked
 //     message), and one that is over says so (phase Deleting, reason CleanupCompleted, CleanupAborted or
 //     CleanupSkipped) before the finalizer goes.
 //  6. RBAC is held only for a CSV that, read live, still wants it (invariant 1's CSV conditions minus the
 //     deletion): a reconcile working from a stale cache never holds the RBAC of a finished cleanup again.
+//  7. The operator is let go (the finalizer removed after a completed cleanup) only when no operand is being
+//     deleted in a namespace it watched when the uninstall began: a CR the cleanup deleted is never left
+//     Terminating with nobody to remove its finalizers. (An abort is the user's explicit release: it lets
+//     the operator go at once, and says so.)
 //
 // The one window left: between a live re-verification and the Deletes that rely on it (sent within 1 s
 // of it, plus the time a Delete already sent takes), a new successor or installation can appear; the

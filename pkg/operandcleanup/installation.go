@@ -110,7 +110,7 @@ type exclusion struct {
 }
 
 // exclude records that the installation by (with targets ot) also serves type t, for the namespaces the
-// plan's targets and ot have in common.
+// plan's targets when the uninstall began (a superset of its current ones) and ot have in common.
 func (p *plan) exclude(t operandType, ot targets, by types.NamespacedName) {
 	gk := t.gvk.GroupKind()
 	ex := p.excluded[gk]
@@ -119,15 +119,15 @@ func (p *plan) exclude(t operandType, ot targets, by types.NamespacedName) {
 	}
 	serves := false // some of the plan's targets: only then is by named in the notes
 	switch {
-	case !t.namespaced || (ot.all && p.targets.all):
+	case !t.namespaced || (ot.all && p.started.all):
 		ex.all, serves = true, true
 	case ot.all:
-		for _, ns := range p.targets.namespaces {
+		for _, ns := range p.started.namespaces {
 			ex.namespaces[ns], serves = true, true
 		}
 	default:
 		for _, ns := range ot.namespaces {
-			if p.targets.contains(ns) {
+			if p.started.contains(ns) {
 				ex.namespaces[ns], serves = true, true
 			}
 		}

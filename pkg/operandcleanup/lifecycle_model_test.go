@@ -30,10 +30,14 @@ const (
 	opToggle         opKind = "toggle"          // the user flips spec.cleanup.enabled on CSV Name
 	opCreateOperand  opKind = "create-operand"  // a Widget Name in NS (Held: with the operator's finalizer)
 	opDeleteOperand  opKind = "delete-operand"  // the user deletes Widget Name in NS
-	opRelease        opKind = "release"         // the operator removes its finalizer from deleting Widgets
+	opRelease        opKind = "release"         // the operator, while it runs, removes its finalizer from deleting Gears where it watches (NS: only there)
 	opRestart        opKind = "restart"         // the controller is stopped and started again
 	opDeleteCopy     opKind = "delete-copy"     // the user deletes OLM's copy of CSV Name in NS
 	opInstallEnabled opKind = "install-enabled" // opInstall with spec.cleanup.enabled true
+	// opRetarget: the OperatorGroup's targets become NS (symbolic, comma-joined; "*" all namespaces). OLM
+	// rewrites olm.targetNamespaces on every CSV, deleted ones too, and rolls the operator's Deployment
+	// to the new targets only while a CSV is not being deleted.
+	opRetarget opKind = "retarget"
 )
 
 // lifecycleOp is one concrete operation.
@@ -77,6 +81,12 @@ var installModes = map[string][]string{
 
 // modeNames is installModes' keys in a stable order (seeded draws must not depend on map order).
 var modeNames = []string{"AllNamespaces", "MultiNamespace", "OwnNamespace", "SingleNamespace"}
+
+// retargetChoices are the target sets an OperatorGroup change may draw: the install modes' and the other
+// shrunk MultiNamespace set, so targets grow, shrink and change mode.
+var retargetChoices = []string{"*", "t1,t2", "op", "t1", "t2"}
+
+func joinSyms(syms []string) string { return strings.Join(syms, ",") }
 
 // upgradeEdges are the replaces edges the generator may use: v1 -> v2 -> v3, and v3 skipping v2.
 var upgradeEdges = [][2]string{{"op.v1", "op.v2"}, {"op.v2", "op.v3"}, {"op.v1", "op.v3"}}
@@ -137,6 +147,11 @@ func generateSequence(seed int64, n int) (string, []lifecycleOp) {
 		}
 		add(2, lifecycleOp{Kind: opOLM})
 		add(2, lifecycleOp{Kind: opRelease})
+		// A slow finalizer in one namespace: the operator has finished elsewhere.
+		add(1, lifecycleOp{Kind: opRelease, NS: nsChoices[rng.Intn(len(nsChoices))]})
+		if t := retargetChoices[rng.Intn(len(retargetChoices))]; t != joinSyms(m.targets) {
+			add(2, lifecycleOp{Kind: opRetarget, NS: t})
+		}
 		add(1, lifecycleOp{Kind: opRestart})
 		o := cands[rng.Intn(len(cands))]
 		m.apply(o)
@@ -160,13 +175,30 @@ type modelCSV struct {
 // lifecycleModel is the installation as the operations left it. At run time, CSVs leave it when the API
 // server no longer has them (observe); the generator guesses that instead (guessGone).
 type lifecycleModel struct {
-	targets  []string
+	targets []string
+	// watched: the namespaces the operator's Deployment watches. It follows targets while a CSV is not
+	// being deleted (OLM rolls the Deployment); once every CSV is being deleted it stays as it was.
+	watched  []string
 	csvs     map[string]*modelCSV // present CSVs only
 	operands map[string]string    // Widget name -> symbolic namespace (not deleted by the user)
 }
 
 func newModel(targets []string) *lifecycleModel {
-	return &lifecycleModel{targets: targets, csvs: map[string]*modelCSV{}, operands: map[string]string{}}
+	return &lifecycleModel{targets: targets, watched: targets, csvs: map[string]*modelCSV{}, operands: map[string]string{}}
+}
+
+// followTargets: OLM rolls the operator's Deployment to the current targets while it syncs a CSV, i.e.
+// while one is not being deleted (or nothing is installed: the next install starts from them).
+func (m *lifecycleModel) followTargets() {
+	for _, c := range m.csvs {
+		if !c.deleting {
+			m.watched = m.targets
+			return
+		}
+	}
+	if len(m.csvs) == 0 {
+		m.watched = m.targets
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -223,7 +255,18 @@ func (m *lifecycleModel) canUpgrade(from, to string) bool {
 
 // apply advances the model by one operation; false when its precondition does not hold (a no-op).
 func (m *lifecycleModel) apply(o lifecycleOp) bool {
+	ok := m.applyOp(o)
+	m.followTargets()
+	return ok
+}
+
+func (m *lifecycleModel) applyOp(o lifecycleOp) bool {
 	switch o.Kind {
+	case opRetarget:
+		if o.NS == joinSyms(m.targets) {
+			return false
+		}
+		m.targets = strings.Split(o.NS, ",")
 	case opInstall, opInstallEnabled:
 		if len(m.csvs) > 0 {
 			return false
@@ -287,6 +330,7 @@ func (m *lifecycleModel) guessGone() {
 			delete(m.csvs, n)
 		}
 	}
+	m.followTargets()
 }
 
 // observe keeps only the CSVs the API server still has.
@@ -296,6 +340,7 @@ func (m *lifecycleModel) observe(live map[string]bool) {
 			delete(m.csvs, n)
 		}
 	}
+	m.followTargets()
 }
 
 // liveSuccessor: a successor of name that is not being deleted, through those that are ("" if none).
@@ -311,7 +356,7 @@ func (m *lifecycleModel) liveSuccessor(name string) string {
 }
 
 // permitted returns the symbolic namespaces in which the invariants allow the controller to delete
-// operands in this state ("*": all): those of a CSV being deleted with cleanup enabled (1), not replaced
+// operands in this state ("*": all): the targets the operator also watches, of a CSV being deleted with cleanup enabled (1), not replaced
 // (no successor that is not being deleted too, not deleted by OLM as replaced), whose predecessor is not
 // still installed (2). Only one installation exists in a sequence, so invariant 3 is left to the specs
 // with two (cleanup_spec_test.go).
@@ -325,8 +370,27 @@ func (m *lifecycleModel) permitted() map[string]bool {
 		if p := m.csvs[c.replaces]; p != nil && !p.deleting {
 			continue
 		}
-		for _, t := range m.targets {
+		for _, t := range intersectSyms(m.targets, m.watched) {
 			out[t] = true
+		}
+	}
+	return out
+}
+
+// intersectSyms is the symbolic namespaces in both sets ("*": all).
+func intersectSyms(a, b []string) []string {
+	switch {
+	case a[0] == "*":
+		return b
+	case b[0] == "*":
+		return a
+	}
+	var out []string
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				out = append(out, x)
+			}
 		}
 	}
 	return out

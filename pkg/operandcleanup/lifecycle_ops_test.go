@@ -60,7 +60,19 @@ func (r *lifecycleRun) do(o lifecycleOp) {
 			Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, u, client.Preconditions{UID: ptrTo(u.GetUID())}))).To(Succeed())
 		}
 	case opRelease:
-		r.releaseDeletingGears()
+		if len(r.liveCSVs()) == 0 {
+			return // the operator's Deployment went with the last CSV
+		}
+		scope := r.model.watched
+		if o.NS != "" {
+			scope = intersectSyms(scope, []string{o.NS})
+		}
+		r.releaseDeletingGears(scope)
+	case opRetarget:
+		for _, c := range r.liveCSVs() {
+			r.editCSV(keyOf(&c), targetNamespaces(r.realTargets(r.model.targets)))
+		}
+		r.syncDeployment()
 	case opRestart:
 		restartController(func() {})
 	case opDeleteCopy:
@@ -75,9 +87,8 @@ func (r *lifecycleRun) csvObj(name string) *v1alpha1.ClusterServiceVersion {
 	return &v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns["op"], Name: name}}
 }
 
-// realTargets is the olm.targetNamespaces value of the sequence's install mode.
-func (r *lifecycleRun) realTargets() string {
-	syms := installModes[r.mode]
+// realTargets is the olm.targetNamespaces value of the symbolic targets syms.
+func (r *lifecycleRun) realTargets(syms []string) string {
 	if syms[0] == "*" {
 		return ""
 	}
@@ -92,7 +103,7 @@ func (r *lifecycleRun) realTargets() string {
 // createCSV makes a CSV as OLM would (its finalizer, the targets annotation, the status), the cluster RBAC
 // OLM makes for it, and, for operators that are not global, its copies and Roles in the other targets.
 func (r *lifecycleRun) createCSV(name, replacesName string, phase v1alpha1.ClusterServiceVersionPhase, reason v1alpha1.ConditionReason, enabled bool) {
-	opts := []csvOpt{targetNamespaces(r.realTargets()), owns(lifecycleKind), cleanupEnabled(enabled),
+	opts := []csvOpt{targetNamespaces(r.realTargets(r.model.targets)), owns(lifecycleKind), cleanupEnabled(enabled),
 		func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = []string{olmFinalizer} }}
 	if replacesName != "" {
 		opts = append(opts, replaces(replacesName))
@@ -101,10 +112,11 @@ func (r *lifecycleRun) createCSV(name, replacesName string, phase v1alpha1.Clust
 	// Named after the CSV's UID: a reinstalled CSV of the same name must not meet its predecessor's
 	// ClusterRole while that one finishes terminating.
 	labelledClusterRBAC(csv.Namespace+"-"+string(csv.UID), olmOwnerLabels(csv.Namespace, csv.Name), csv.Namespace, "operator")
-	if r.realTargets() == "" {
+	r.syncDeployment()
+	if r.realTargets(r.model.targets) == "" {
 		return
 	}
-	for _, t := range installModes[r.mode] {
+	for _, t := range r.model.targets {
 		if t == "op" {
 			continue
 		}
@@ -159,9 +171,27 @@ func (r *lifecycleRun) editCSV(key types.NamespacedName, mutate func(*v1alpha1.C
 	}).Should(Succeed())
 }
 
-// releaseDeletingGears is the operator finishing its work: the finalizer leaves every Gear being deleted.
-func (r *lifecycleRun) releaseDeletingGears() {
-	for _, s := range []string{"op", "t1", "t2", "out"} {
+// syncDeployment writes the namespaces the operator watches (model.watched) to its Deployment's pod
+// template, as OLM merges olm.targetNamespaces into it.
+func (r *lifecycleRun) syncDeployment() {
+	want := r.realTargets(r.model.watched)
+	Eventually(func() error {
+		d := operatorDeployment(r.ns["op"])
+		if v, ok := d.Spec.Template.Annotations[targetNamespacesAnno]; ok && v == want {
+			return nil
+		}
+		metav1.SetMetaDataAnnotation(&d.Spec.Template.ObjectMeta, targetNamespacesAnno, want)
+		return tenv.admin.Update(ctx, d)
+	}).Should(Succeed())
+}
+
+// releaseDeletingGears removes the operator's finalizer from every Gear being deleted in the symbolic
+// namespaces syms ("*": all of them).
+func (r *lifecycleRun) releaseDeletingGears(syms []string) {
+	if len(syms) > 0 && syms[0] == "*" {
+		syms = []string{"op", "t1", "t2", "out"}
+	}
+	for _, s := range syms {
 		for _, u := range r.gears(s) {
 			if u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) > 0 {
 				releaseOperands(&u)

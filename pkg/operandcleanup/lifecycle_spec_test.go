@@ -92,7 +92,7 @@ func (res lifecycleResult) failure() string {
 // Not Serial: each Ginkgo process has its own control plane and controller (BeforeSuite), and
 // unsafeIgnoreOtherCSVs is per process, so these specs share nothing with another process's specs.
 var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
-	It("keeps every safety invariant over random install, upgrade, toggle, delete and restart sequences", func() {
+	It("keeps every safety invariant over random install, upgrade, toggle, delete, retarget and restart sequences", func() {
 		base := envInt(envSeed, time.Now().UnixNano()%1_000_000)
 		n, steps, shrink := int(envInt(envSequences, 6)), int(envInt(envSteps, 18)), int(envInt(envShrink, 12))
 		start := time.Now()
@@ -131,5 +131,16 @@ var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
 		Expect(res.violations).NotTo(BeEmpty(), "the broken controller went unnoticed over %d settled sequences (%d operations): the lifecycle checker no longer catches a cleanup while an installed predecessor serves the operands", res.sequences, res.steps)
 		GinkgoWriter.Println("caught as expected:\n" + res.failure())
 		Expect(len(res.ops)).To(BeNumerically("<", 18), "the shrinker should have dropped operations the violation does not need")
+	})
+
+	It("catches a controller that lets the operator go while a CR it deleted waits in a namespace that left the targets", func() {
+		unsafeIgnoreUninstallTargets.Store(true)
+		DeferCleanup(func() { unsafeIgnoreUninstallTargets.Store(false) })
+		// Seeds 4-7 are those whose final uninstall changes the targets (lifecycle_targets_test.go).
+		res := runSequences(envInt(envSeed+"_TARGETS", 4), 4, 8, 0, alwaysSettle)
+		AddReportEntry("lifecycle (targets forgotten)", fmt.Sprintf("caught after %d sequences, %d operations", res.sequences, res.steps))
+		Expect(res.violations).NotTo(BeEmpty(), "the controller that follows only the current targets went unnoticed over %d settled sequences (%d operations): the lifecycle checker no longer catches a CR left Terminating after the OperatorGroup dropped its namespace", res.sequences, res.steps)
+		Expect(strings.Join(res.violations, "\n")).To(ContainSubstring("left Terminating"), res.failure())
+		GinkgoWriter.Println("caught as expected:\n" + res.failure())
 	})
 })

@@ -36,12 +36,13 @@ func metadataList(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList
 	return l
 }
 
-// listNamespaces returns the namespaces to list a type in; "" is one cluster-wide list.
+// listNamespaces returns the namespaces to list a type in ("" is one cluster-wide list): those the
+// operator watched when the uninstall began, a superset of where the plan may delete.
 func listNamespaces(p *plan, t operandType) []string {
-	if !t.namespaced || p.targets.all {
+	if !t.namespaced || p.started.all {
 		return []string{""}
 	}
-	return p.targets.namespaces
+	return p.started.namespaces
 }
 
 func lessOperand(a, b operand) bool {
@@ -59,7 +60,7 @@ func lessOperand(a, b operand) bool {
 
 // anyOperandLive asks the API server (not the cache) whether any operand of the plan still exists. It is
 // the last check before the CSV finalizer is removed, so a CR created after a pass listed its namespace is
-// not missed. It counts only what the plan may delete (plan.allows), as the pass does: an operand another
+// not missed. It counts only what keeps the cleanup pending (plan.counts), as the pass does: an operand another
 // installation also serves stays by design (sharedOperands), and counting it kept the CSV waiting for
 // ever, with nothing pending to say why. A namespace an exclusion covers is not listed; a cluster-wide
 // list of a type with exclusions is paged until an allowed operand turns up.
@@ -102,7 +103,7 @@ func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) 
 		wg.Add(1)
 		go func(q query) {
 			defer func() { <-r.deleteSem; wg.Done() }()
-			live, err := r.allowedOperandIn(ctx, p, q.t, q.ns)
+			live, err := r.pendingOperandIn(ctx, p, q.t, q.ns)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -125,12 +126,14 @@ func (r *Reconciler) anyOperandLive(ctx context.Context, p *plan) (bool, error) 
 	return false, ctx.Err()
 }
 
-// allowedOperandIn reports whether the list of t in ns ("" cluster-wide) holds an operand the plan may
-// delete: one item is enough to answer when the type has no exclusions, else it pages.
-func (r *Reconciler) allowedOperandIn(ctx context.Context, p *plan, t operandType, ns string) (bool, error) {
+// pendingOperandIn reports whether the list of t in ns ("" cluster-wide) holds an operand that keeps the
+// cleanup pending (plan.counts): one item is enough to answer when every operand listed there counts,
+// else it pages.
+func (r *Reconciler) pendingOperandIn(ctx context.Context, p *plan, t operandType, ns string) (bool, error) {
 	gk := t.gvk.GroupKind()
 	limit := int64(1)
-	if p.excluded[gk] != nil {
+	everyOneCounts := p.excluded[gk] == nil && ((ns == "" && p.targets.all) || (ns != "" && p.targets.contains(ns)))
+	if !everyOneCounts {
 		limit = r.listLimit()
 	}
 	cont := ""
@@ -144,7 +147,7 @@ func (r *Reconciler) allowedOperandIn(ctx context.Context, p *plan, t operandTyp
 			return false, err
 		}
 		for i := range l.Items {
-			if p.allows(gk, l.Items[i].Namespace) == nil {
+			if m := &l.Items[i]; p.counts(gk, m.Namespace, !m.DeletionTimestamp.IsZero()) {
 				return true, nil
 			}
 		}

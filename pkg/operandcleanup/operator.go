@@ -20,41 +20,49 @@ import (
 // operator rarely disappears), rather than watched: a watch would cache every Deployment of the cluster.
 func (o Options) operatorRecheck() time.Duration { return 2 * o.OperatorCheckInterval }
 
-// operatorGone tells why the operator of csv can no longer remove its operands' finalizers, or "" when
-// it still can (or it cannot be told): the CSV's namespace is terminating (its Deployment and pods go
-// with it), or every Deployment of the install strategy is gone or being deleted. The CSV is read live:
-// the cache strips the install strategy.
-func (r *Reconciler) operatorGone(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (string, error) {
+// operatorTrouble says why the operator of a CSV cannot remove its operands' finalizers now: reason
+// ReasonOperatorGone when it never will by itself, ReasonOperatorNotRunning when it would once a replica
+// runs again. The zero value: it still can (or it cannot be told).
+type operatorTrouble struct {
+	reason v1alpha1.ConditionReason
+	why    string
+}
+
+// operatorGone tells why the operator of csv cannot remove its operands' finalizers, if it cannot: the
+// CSV's namespace is terminating (its Deployment and pods go with it), every Deployment of the install
+// strategy is gone or being deleted, or none has an available replica (scaled to 0, or crashing). The
+// CSV is read live: the cache strips the install strategy.
+func (r *Reconciler) operatorGone(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (operatorTrouble, error) {
 	st := r.stateFor(keyOf(csv))
 	now := r.opts.Now()
 	if !st.operatorCheckedAt.IsZero() && now.Sub(st.operatorCheckedAt) < r.opts.OperatorCheckInterval {
 		return st.operatorGone, nil
 	}
-	why, err := r.checkOperator(ctx, csv)
+	trouble, err := r.checkOperator(ctx, csv)
 	if err != nil {
-		return "", err
+		return operatorTrouble{}, err
 	}
-	st.operatorCheckedAt, st.operatorGone = now, why
-	return why, nil
+	st.operatorCheckedAt, st.operatorGone = now, trouble
+	return trouble, nil
 }
 
-func (r *Reconciler) checkOperator(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (string, error) {
+func (r *Reconciler) checkOperator(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (operatorTrouble, error) {
 	ns := &corev1.Namespace{}
 	if err := r.live.Get(ctx, types.NamespacedName{Name: csv.Namespace}, ns); err != nil {
-		return "", client404(err, "reading namespace "+csv.Namespace)
+		return operatorTrouble{}, client404(err, "reading namespace "+csv.Namespace)
 	}
 	if isDeleting(ns) {
-		return fmt.Sprintf("namespace %s, which holds the operator's Deployment, is terminating", csv.Namespace), nil
+		return operatorTrouble{ReasonOperatorGone, fmt.Sprintf("namespace %s, which holds the operator's Deployment, is terminating", csv.Namespace)}, nil
 	}
 	full := &v1alpha1.ClusterServiceVersion{}
 	if err := r.live.Get(ctx, keyOf(csv), full); err != nil {
-		return "", client404(err, "reading CSV "+keyOf(csv).String())
+		return operatorTrouble{}, client404(err, "reading CSV "+keyOf(csv).String())
 	}
 	specs := full.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
 	if len(specs) == 0 {
-		return "", nil
+		return operatorTrouble{}, nil
 	}
-	var gone []string
+	var gone, idle []string
 	for _, d := range specs {
 		dep := &appsv1.Deployment{}
 		err := r.live.Get(ctx, types.NamespacedName{Namespace: csv.Namespace, Name: d.Name}, dep)
@@ -62,14 +70,38 @@ func (r *Reconciler) checkOperator(ctx context.Context, csv *v1alpha1.ClusterSer
 		case apierrors.IsNotFound(err):
 			gone = append(gone, fmt.Sprintf("Deployment %s/%s is gone", csv.Namespace, d.Name))
 		case err != nil:
-			return "", fmt.Errorf("reading Deployment %s/%s: %w", csv.Namespace, d.Name, err)
+			return operatorTrouble{}, fmt.Errorf("reading Deployment %s/%s: %w", csv.Namespace, d.Name, err)
 		case isDeleting(dep):
 			gone = append(gone, fmt.Sprintf("Deployment %s/%s is being deleted", csv.Namespace, d.Name))
 		default:
-			return "", nil // one Deployment still runs: the operator may still finish
+			why := notRunning(dep)
+			if why == "" {
+				return operatorTrouble{}, nil // one Deployment still runs: the operator may still finish
+			}
+			idle = append(idle, why)
 		}
 	}
-	return strings.Join(gone, "; "), nil
+	if len(idle) > 0 {
+		return operatorTrouble{ReasonOperatorNotRunning, strings.Join(append(idle, gone...), "; ")}, nil
+	}
+	return operatorTrouble{ReasonOperatorGone, strings.Join(gone, "; ")}, nil
+}
+
+// notRunning says why a Deployment has no available replica, or "" when it has one or its status cannot
+// tell (no controller has observed its current generation: envtest without a deployment controller).
+func notRunning(dep *appsv1.Deployment) string {
+	name := dep.Namespace + "/" + dep.Name
+	if dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0 {
+		return fmt.Sprintf("Deployment %s is scaled to 0 (spec.replicas: 0)", name)
+	}
+	if dep.Generation == 0 || dep.Status.ObservedGeneration < dep.Generation || dep.Status.AvailableReplicas > 0 {
+		return ""
+	}
+	want := int32(1)
+	if dep.Spec.Replicas != nil {
+		want = *dep.Spec.Replicas
+	}
+	return fmt.Sprintf("Deployment %s has no available replica (0 of %d)", name, want)
 }
 
 // client404 treats NotFound as "cannot tell" (nil) and wraps other errors.
@@ -80,19 +112,23 @@ func client404(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// operatorGoneMessage is the status message when the operator cannot finish.
-func operatorGoneMessage(why string, total, listed int) string {
-	msg := fmt.Sprintf("the operator cannot finish the cleanup: %s; %d CRs still wait for its finalizers", why, total)
+// operatorTroubleMessage is the status message when the operator cannot finish now.
+func operatorTroubleMessage(t operatorTrouble, total, listed int) string {
+	what, fix := "the operator cannot finish the cleanup", "reinstall the operator, remove those finalizers by hand"
+	if t.reason == ReasonOperatorNotRunning {
+		what, fix = "the operator has no running replica", "scale its Deployment back up (or fix why its pods do not become available)"
+	}
+	msg := fmt.Sprintf("%s: %s; %d CRs still wait for its finalizers", what, t.why, total)
 	if listed < total {
 		msg += fmt.Sprintf(" (status.cleanup.pendingDeletion lists the first %d)", listed)
 	}
-	return msg + "; reinstall the operator, remove those finalizers by hand, or set spec.cleanup.enabled=false to stop the cleanup"
+	return msg + "; " + fix + ", or set spec.cleanup.enabled=false to stop the cleanup"
 }
 
-// warnOperatorGone emits an OperatorGone Warning event once per distinct message. When the CSV's
+// warnOperatorGone emits a Warning event (OperatorGone or OperatorNotRunning) once per distinct message. When the CSV's
 // namespace is terminating, no event can be created in it: the event then regards that Namespace
 // (cluster-scoped, so it is stored in "default") with the CSV as the related object.
-func (r *Reconciler) warnOperatorGone(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, msg string) {
+func (r *Reconciler) warnOperatorGone(ctx context.Context, csv *v1alpha1.ClusterServiceVersion, st *csvState, reason v1alpha1.ConditionReason, msg string) {
 	if st.lastGoneWarning == msg {
 		return
 	}
@@ -100,8 +136,39 @@ func (r *Reconciler) warnOperatorGone(ctx context.Context, csv *v1alpha1.Cluster
 	log.FromContext(ctx).Info("operator gone during cleanup", "message", msg)
 	ns := &corev1.Namespace{}
 	if err := r.live.Get(ctx, types.NamespacedName{Name: csv.Namespace}, ns); err == nil && isDeleting(ns) {
-		r.recorder.Eventf(ns, csv, corev1.EventTypeWarning, EventReasonOperatorGone, "Cleanup", "CSV %s/%s: %s", csv.Namespace, csv.Name, msg)
+		r.recorder.Eventf(ns, csv, corev1.EventTypeWarning, string(reason), "Cleanup", "CSV %s/%s: %s", csv.Namespace, csv.Name, msg)
 		return
 	}
-	r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, EventReasonOperatorGone, "Cleanup", "%s", msg)
+	r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, string(reason), "Cleanup", "%s", msg)
+}
+
+// deploymentTargets returns the union of olm.targetNamespaces on the pod templates of the CSV's
+// Deployments, as OLM merges the CSV's annotations into them: the namespaces the operator watches (its
+// WATCH_NAMESPACE comes from that annotation). ok is false when no Deployment carries it.
+func (r *Reconciler) deploymentTargets(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (targets, bool, error) {
+	full := &v1alpha1.ClusterServiceVersion{}
+	if err := r.live.Get(ctx, keyOf(csv), full); err != nil {
+		return targets{}, false, client404(err, "reading CSV "+keyOf(csv).String())
+	}
+	var out targets
+	found := false
+	for _, d := range full.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		dep := &appsv1.Deployment{}
+		if err := r.live.Get(ctx, types.NamespacedName{Namespace: csv.Namespace, Name: d.Name}, dep); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return targets{}, false, fmt.Errorf("reading Deployment %s/%s: %w", csv.Namespace, d.Name, err)
+		}
+		v, ok := dep.Spec.Template.Annotations[targetNamespacesAnno]
+		if !ok {
+			continue
+		}
+		t := parseTargets(v, "Deployment "+dep.Name)
+		if found {
+			t = out.union(t)
+		}
+		out, found = t, true
+	}
+	return out, found, nil
 }

@@ -18,6 +18,14 @@ const (
 	// user sets on the successor afterwards is theirs.
 	HandOverAnnotation = "operatorframework.io/cleanup-handed-over-from"
 
+	// UninstallTargetsAnnotation records, on a CSV being deleted, the target namespaces its operator watched
+	// when the uninstall began (OLM's olm.targetNamespaces encoding: comma-joined, "" for all namespaces).
+	// It is written before the first operand Delete and never changed after. OLM keeps rewriting
+	// olm.targetNamespaces on a CSV being deleted when its OperatorGroup changes, but no longer updates
+	// the operator's Deployment: the operator goes on watching these namespaces, so the CRs being deleted
+	// there are waited for until they are gone, while Deletes go only where both sets agree.
+	UninstallTargetsAnnotation = "operatorframework.io/cleanup-uninstall-targets"
+
 	// StallTimeoutAnnotation on a CSV overrides Options.StallTimeout for that CSV (a Go duration, e.g. "30s").
 	StallTimeoutAnnotation = "operatorframework.io/cleanup-stall-timeout"
 
@@ -37,6 +45,9 @@ const (
 	// ReasonOperatorGone (phase Cleanup) says the operator that must remove the operands' finalizers is
 	// not running any more (e.g. its namespace is terminating): the cleanup cannot finish by itself.
 	ReasonOperatorGone v1alpha1.ConditionReason = "OperatorGone"
+	// ReasonOperatorNotRunning (phase Cleanup) says the operator's Deployments exist but none has an
+	// available replica (e.g. scaled to 0): the cleanup resumes once one runs again.
+	ReasonOperatorNotRunning v1alpha1.ConditionReason = "OperatorNotRunning"
 
 	// Final states, written (phase PhaseCleanupOver) before the CSV finalizer is removed, so that a CSV
 	// held by another finalizer never shows a cleanup that is over as still waiting.
@@ -54,6 +65,7 @@ const (
 	EventReasonAborted      = string(ReasonCleanupAborted)
 	EventReasonSkipped      = string(ReasonCleanupSkipped)
 	EventReasonOperatorGone = string(ReasonOperatorGone)
+	EventReasonNotRunning   = string(ReasonOperatorNotRunning)
 	EventReasonUpgrade      = "CleanupSkippedForUpgrade"
 
 	// ControllerName names the controller, its event recorder and its field manager.

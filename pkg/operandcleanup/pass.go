@@ -162,12 +162,17 @@ func (r *Reconciler) listPages(ctx context.Context, p *plan, out chan<- page) {
 				ops := make([]operand, 0, len(l.Items))
 				for i := range l.Items {
 					m := &l.Items[i]
-					// A cluster-wide list of a global operator's type also holds what other installations serve.
-					if p.allows(gk, m.Namespace) != nil {
+					// A cluster-wide list of a global operator's type also holds what other installations serve,
+					// and the namespaces listed are where the operator watched when the uninstall began, not all
+					// of which the plan may delete in.
+					deleting := !m.DeletionTimestamp.IsZero()
+					if !p.counts(gk, m.Namespace, deleting) {
 						continue
 					}
+					// One being deleted is only waited for; one the plan may not delete is never sent a Delete
+					// (deletePage also re-checks each against the live plan).
 					ops = append(ops, operand{gvk: t.gvk, namespace: m.Namespace, name: m.Name, uid: m.UID,
-						deleting: !m.DeletionTimestamp.IsZero(), finalizers: m.Finalizers})
+						deleting: deleting, finalizers: m.Finalizers})
 				}
 				if len(ops) > 0 && !send(page{ops: ops}) {
 					return

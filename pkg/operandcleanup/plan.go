@@ -21,9 +21,18 @@ type operandType struct {
 	namespaced bool
 }
 
-// plan is what one cleanup pass may delete: owned, not required, CRD types in the target namespaces.
+// plan is what one cleanup pass may delete: owned, not required, CRD types in the target namespaces
+// that are targets both now and when the uninstall began; and what it waits for: every operand already
+// being deleted in the namespaces the operator watched when the uninstall began.
 type plan struct {
+	// targets is where Deletes may go: the current targets that the operator also watched when the
+	// uninstall began. A namespace added since is not watched by the operator (OLM no longer updates a
+	// deleted CSV's Deployment), and one removed since is no longer the installation's.
 	targets targets
+	// started is the operator's targets when the uninstall began (UninstallTargetsAnnotation): its
+	// Deployment keeps watching them, so a CR being deleted there (by this cleanup or anyone) must be
+	// gone before the operator may go, or nothing will ever remove its finalizers.
+	started targets
 	types   []operandType
 	// notes explain what was skipped and why; they go into the status message.
 	notes []string
@@ -52,9 +61,29 @@ func (p *plan) allows(gk schema.GroupKind, namespace string) error {
 		return nil
 	}
 	if namespace == "" || !p.targets.contains(namespace) {
-		return fmt.Errorf("namespace %q of %s is not a target namespace (%s)", namespace, gk, p.targets)
+		return fmt.Errorf("namespace %q of %s is not a target namespace both now and when the uninstall began (%s)", namespace, gk, p.targets)
 	}
 	return nil
+}
+
+// awaits reports whether an operand of gk in namespace, once being deleted, keeps the cleanup pending: the
+// operator watched its namespace when the uninstall began (cluster-scoped: it was global) and no other
+// installation serves it there.
+func (p *plan) awaits(gk schema.GroupKind, namespace string) bool {
+	namespaced, ok := p.allowed[gk]
+	if !ok || p.excluded[gk].covers(namespace) {
+		return false
+	}
+	if !namespaced {
+		return namespace == "" && p.started.all
+	}
+	return namespace != "" && p.started.contains(namespace)
+}
+
+// counts reports whether an operand keeps the cleanup pending: the plan may delete it, or it is being
+// deleted where the operator has to finalize it (awaits).
+func (p *plan) counts(gk schema.GroupKind, namespace string, deleting bool) bool {
+	return p.allows(gk, namespace) == nil || (deleting && p.awaits(gk, namespace))
 }
 
 // requiredKeys returns the names and the group/kinds of the CSV's required CRDs.
@@ -72,8 +101,13 @@ func requiredKeys(csv *v1alpha1.ClusterServiceVersion) (map[string]bool, map[sch
 // buildPlan resolves the CSV's owned CRDs from the live CRD objects (uncached: CRDs are large and only
 // needed during a cleanup), pairs them with the target namespaces and leaves out what other installations
 // (listed through csvs: the cache, or the API server right before deleting) also serve.
+// t is the current targets; the ones when the uninstall began come from the CSV (t when none are recorded).
 func buildPlan(ctx context.Context, live, csvs client.Reader, csv *v1alpha1.ClusterServiceVersion, t targets) (*plan, error) {
-	p := &plan{targets: t, allowed: map[schema.GroupKind]bool{}}
+	started, ok := uninstallTargets(csv)
+	if !ok {
+		started = t
+	}
+	p := &plan{targets: t.intersect(started), started: started, allowed: map[schema.GroupKind]bool{}}
 	reqNames, reqGKs := requiredKeys(csv)
 	var missing, notServed, required, clusterScoped []string
 	seen := map[string]bool{}
@@ -105,7 +139,7 @@ func buildPlan(ctx context.Context, live, csvs client.Reader, csv *v1alpha1.Clus
 			continue
 		}
 		namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
-		if !namespaced && !t.all {
+		if !namespaced && !started.all {
 			clusterScoped = append(clusterScoped, d.Name)
 			continue
 		}

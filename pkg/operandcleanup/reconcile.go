@@ -189,5 +189,6 @@ func (r *Reconciler) patchCSV(ctx context.Context, csv *v1alpha1.ClusterServiceV
 
 func equalSpecMeta(a, b *v1alpha1.ClusterServiceVersion) bool {
 	return a.Spec.Cleanup == b.Spec.Cleanup && strings.Join(a.Finalizers, "\x00") == strings.Join(b.Finalizers, "\x00") &&
-		a.GetAnnotations()[HandOverAnnotation] == b.GetAnnotations()[HandOverAnnotation]
+		a.GetAnnotations()[HandOverAnnotation] == b.GetAnnotations()[HandOverAnnotation] &&
+		a.GetAnnotations()[UninstallTargetsAnnotation] == b.GetAnnotations()[UninstallTargetsAnnotation]
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -93,4 +94,58 @@ func resolveTargets(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterS
 		}
 	}
 	return parseTargets(strings.Join(og.Status.Namespaces, ","), src), nil
+}
+
+// encode writes t as OLM writes olm.targetNamespaces: comma-joined, "" for all namespaces. An empty set
+// (a malformed value such as ",") is written "," so that it never reads back as all namespaces.
+func (t targets) encode() string {
+	switch {
+	case t.all:
+		return ""
+	case len(t.namespaces) == 0:
+		return ","
+	}
+	return strings.Join(t.namespaces, ",")
+}
+
+// intersect is the namespaces both sets hold.
+func (t targets) intersect(u targets) targets {
+	switch {
+	case t.all && u.all:
+		return targets{all: true, source: t.source}
+	case t.all:
+		return u
+	case u.all:
+		return t
+	}
+	var out []string
+	for _, ns := range t.namespaces {
+		if u.contains(ns) {
+			out = append(out, ns)
+		}
+	}
+	return targets{namespaces: out, source: t.source + " and " + u.source}
+}
+
+// unsafeIgnoreUninstallTargets is a test hook: true makes the controller forget the targets recorded when
+// the uninstall began and follow the current ones only, which leaves a CR it deleted in a namespace that
+// left the targets Terminating for ever. The randomized lifecycle test must catch it. Never set outside tests.
+var unsafeIgnoreUninstallTargets atomic.Bool
+
+// uninstallTargets returns the targets recorded when the CSV's uninstall began (UninstallTargetsAnnotation),
+// and false when none are recorded yet.
+func uninstallTargets(csv *v1alpha1.ClusterServiceVersion) (targets, bool) {
+	v, ok := csv.GetAnnotations()[UninstallTargetsAnnotation]
+	if !ok || unsafeIgnoreUninstallTargets.Load() {
+		return targets{}, false
+	}
+	return parseTargets(v, "the targets when the uninstall began"), true
+}
+
+// union is the namespaces either set holds.
+func (t targets) union(u targets) targets {
+	if t.all || u.all {
+		return targets{all: true, source: t.source + " and " + u.source}
+	}
+	return parseTargets(strings.Join(append(append([]string(nil), t.namespaces...), u.namespaces...), ","), t.source+" and "+u.source)
 }
