@@ -37,13 +37,13 @@ func Cause(log string) (string, bool) {
 	return "", false
 }
 
-// Describe is Cause for a failure message: "its last error: <line>", or "its last output: <line> (no
-// error line in it)" when it found none, or "it wrote nothing".
+// Describe is Cause for a failure message: "the last error it logged: <line>", or "its last output (no
+// line of it reports an error): <line>" when it found none, or "it wrote nothing".
 func Describe(log string) string {
 	q, ok := Cause(log)
 	switch {
 	case ok:
-		return "its last error: " + q
+		return "the last error it logged: " + q
 	case q != "":
 		return "its last output (no line of it reports an error): " + q
 	}

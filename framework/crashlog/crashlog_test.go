@@ -62,7 +62,7 @@ func TestCauseQuotesTheLastErrorNotTheStackThatFollowsIt(t *testing.T) {
 			if !ok || got != tc.want {
 				t.Errorf("Cause = %q, %v\nwant    %q, true", got, ok, tc.want)
 			}
-			if d := crashlog.Describe(tc.log); !strings.HasPrefix(d, "its last error: ") {
+			if d := crashlog.Describe(tc.log); !strings.HasPrefix(d, "the last error it logged: ") {
 				t.Errorf("Describe = %q, want it to quote the error", d)
 			}
 		})
@@ -96,7 +96,7 @@ func TestCauseWithoutAnErrorLine(t *testing.T) {
 }
 
 func TestExitsInReadsWhatExitedMessageWrote(t *testing.T) {
-	msg := crashlog.ExitedMessage(4, "exit status 1; its last error: boom")
+	msg := crashlog.ExitedMessage(4, "last error: exit status 1; the last error it logged: boom")
 	if n, ok := crashlog.ExitsIn("CrashLoopBackOff: " + msg); !ok || n != 4 {
 		t.Errorf("ExitsIn(%q) = %d, %v", msg, n, ok)
 	}

@@ -3,6 +3,7 @@ package localruntime
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/crashlog"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 )
 
@@ -83,6 +85,9 @@ func (c *child) run(ctx context.Context, logger logr.Logger, ready func(string))
 	}
 	logger.Info("starting operator binary", "image", c.w.image, "binary", c.path, "args", strings.Join(args, " "),
 		"serviceAccount", c.w.serviceAccount, "mounts", targets(mounts), "movedPorts", moved)
+	// The log is shared by every start of this Deployment and by the runtime's own lines about it: the
+	// cause of an exit is in what this start wrote, from here on.
+	from := fileSize(spec.LogPath)
 	p, err := process.Start(spec)
 	if err != nil {
 		return err
@@ -90,7 +95,7 @@ func (c *child) run(ctx context.Context, logger logr.Logger, ready func(string))
 	ready(probeAddr)
 	select {
 	case <-p.Exited():
-		return fmt.Errorf("%v; last output: %s", p.Err(), lastLine(spec.LogPath))
+		return fmt.Errorf("%v; %s", p.Err(), crashlog.Describe(readFrom(spec.LogPath, from)))
 	case <-ctx.Done():
 		return p.Stop(stopGrace)
 	}
@@ -121,15 +126,33 @@ func (c *child) env() ([]string, error) {
 	return out, nil
 }
 
-// lastLine is the last non-empty line the binary wrote, for the Deployment's CrashLoopBackOff message.
-func lastLine(path string) string {
-	lines := strings.Split(strings.TrimSpace(process.Tail(path, 5)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return l
-		}
+// causeWindow is how much of what one start wrote is searched for why it exited: an operator that
+// logs for minutes before it fails has its cause near the end.
+const causeWindow = 256 << 10
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
 	}
-	return "(none)"
+	return fi.Size()
+}
+
+// readFrom is what the file at path holds past offset from, its last causeWindow bytes at most.
+func readFrom(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if size := fileSize(path); size-from > causeWindow {
+		from = size - causeWindow
+	}
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return ""
+	}
+	data, _ := io.ReadAll(f)
+	return string(data)
 }
 
 var (

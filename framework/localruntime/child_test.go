@@ -71,7 +71,7 @@ func testRunsUnchangedAsAChildProcess(ctx context.Context, t *testing.T, prov *e
 
 // A binary that exits is restarted with back-off, and the Deployment's condition quotes what it said;
 // a volume the runtime cannot give fails naming the volume and what to do.
-func testFailuresNameTheCause(ctx context.Context, t *testing.T, c client.Client) {
+func testFailuresNameTheCause(ctx context.Context, t *testing.T, prov *envtest.Provider, c client.Client) {
 	childNamespace(ctx, t, c, "crash")
 	must(t, c.Create(ctx, childDeployment("crash", "--fail-with=open /tmp/k8s-webhook-server/serving-certs/tls.crt: no such file or directory")))
 	hostPath := childDeployment("crash", "--leader-elect")
@@ -83,7 +83,10 @@ func testFailuresNameTheCause(ctx context.Context, t *testing.T, c client.Client
 	must(t, c.Create(ctx, hostPath))
 
 	for name, want := range map[string][]string{
-		"child":    {"CrashLoopBackOff", "exit status 1", "serving-certs/tls.crt: no such file or directory"},
+		// The binary logs its error as a scaffold does, a stack trace after it: the condition quotes the
+		// error line, and names where the whole log is kept, not a path deleted when the run ends.
+		"child": {"CrashLoopBackOff", "serving-certs/tls.crt: no such file or directory", "exit status 1",
+			"the last error it logged: ERROR setup unable to start manager", "its whole log: operators/crash_child.log"},
 		"hostpath": {"CrashLoopBackOff", `volume "host"`, "CLEANUP_E2E_PROVIDER=kind"},
 	} {
 		var msg string
@@ -95,6 +98,9 @@ func testFailuresNameTheCause(ctx context.Context, t *testing.T, c client.Client
 			if !strings.Contains(msg, w) {
 				t.Errorf("deployment %s: the Available condition %q should name %q", name, msg, w)
 			}
+		}
+		if strings.Contains(msg, ".go:") || strings.Contains(msg, prov.WorkDir()) {
+			t.Errorf("deployment %s: the Available condition %q quotes a stack frame or a path the run deletes", name, msg)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package localruntime
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/crashlog"
 )
 
 // conflictRetry is the requeue after a status write lost a race (with the operator itself, OLM or the
@@ -76,12 +79,20 @@ func (r *Runtime) reconcileDeployment(ctx context.Context, req ctrl.Request) (ct
 	switch {
 	case !running:
 		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "CrashLoopBackOff",
-			fmt.Sprintf("operator exited %d time(s), last error: %v (log: %s)", restarts, lastErr, in.logPath))
+			crashlog.ExitedMessage(restarts, fmt.Sprintf("last error: %v (%s)", lastErr, r.logNote(in))))
 	case !ready:
 		return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, 0, "MinimumReplicasUnavailable",
-			fmt.Sprintf("operator started, its readiness probe does not succeed yet (log: %s)", in.logPath))
+			fmt.Sprintf("operator started, its readiness probe does not succeed yet (%s)", r.logNote(in)))
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, dep, replicas, replicas, "", "")
+}
+
+// logNote says where the operator's whole log is to be read: not at its path, which goes with the
+// provider's work dir when the run ends, but among a failed spec's artifacts, where the provider copies
+// its logs (framework/artifacts: <spec>/provider/, this runtime's log dir included).
+func (r *Runtime) logNote(in *instance) string {
+	return fmt.Sprintf("its whole log: %s in the provider's logs, copied to a failed spec's artifacts under provider/",
+		filepath.Join(filepath.Base(r.logDir), filepath.Base(in.logPath)))
 }
 
 // runnerFor is how the workload's image runs: in-process, or its binary as a child process (built

@@ -89,7 +89,7 @@ func TestRuntime(t *testing.T) {
 	prov, c := envtest.ForTest(ctx, t, envtest.WithName("runtime"), envtest.WithoutOLM(), envtest.WithRegistry(reg))
 	t.Run("runs, stops and rolls deployments", func(t *testing.T) { testRunsStopsAndRollsDeployments(ctx, t, prov, c, p, g) })
 	t.Run("runs a binary unchanged as a child process", func(t *testing.T) { testRunsUnchangedAsAChildProcess(ctx, t, prov, c) })
-	t.Run("a child's failures name the cause", func(t *testing.T) { testFailuresNameTheCause(ctx, t, c) })
+	t.Run("a child's failures name the cause", func(t *testing.T) { testFailuresNameTheCause(ctx, t, prov, c) })
 }
 
 // In-process operators run as their Deployments say: env, args, identity, image rolls, scale to zero,

@@ -97,7 +97,7 @@ func describeCatalogSource(ctx context.Context, c client.Client, cs *operatorsv1
 	}
 	var ps []string
 	for i := range pods.Items {
-		ps = append(ps, describePod(&pods.Items[i]))
+		ps = append(ps, describePod(ctx, nil, &pods.Items[i]))
 	}
 	if len(ps) == 0 {
 		ps = []string{"no catalog pod yet"}
@@ -216,7 +216,7 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 			return true, ""
 		}
 		return false, fmt.Sprintf("CSV %s wants phase Succeeded: %s", key, DescribeCSV(csv))
-	}, explainOperator(c, csv))
+	}, explainOperator(c, nil, csv))
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +353,7 @@ func describeUnpackJobs(ctx context.Context, c client.Client, namespace string) 
 		pods := &corev1.PodList{}
 		if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{"job-name": j.Name}); err == nil {
 			for i := range pods.Items {
-				s += "; " + describePod(&pods.Items[i])
+				s += "; " + describePod(ctx, nil, &pods.Items[i])
 			}
 		}
 		out = append(out, s)

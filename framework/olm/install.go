@@ -35,6 +35,9 @@ type InstallCSVInput struct {
 	Cleanup *bool
 	// Timeout bounds the wait for the CSV to succeed (default: intervals.CSVSucceeded).
 	Timeout time.Duration
+	// Logs reads the operator's pod logs (PodLogsOf), so that a failed wait quotes the last error a
+	// crash-looping operator logged on a cluster with nodes. Nil: only its pods' statuses.
+	Logs PodLogs
 }
 
 // InstallCSV installs the operator directly and waits until its CSV is Succeeded. It returns the live CSV.
@@ -74,7 +77,7 @@ func InstallCSV(ctx context.Context, in InstallCSVInput) (*operatorsv1alpha1.Clu
 	if err := nudge(ctx, in.Client, csv); err != nil {
 		return nil, err
 	}
-	return WaitForCSVPhase(ctx, in.Client, types.NamespacedName{Namespace: in.Namespace, Name: csv.Name},
+	return waitForCSVPhase(ctx, in.Client, in.Logs, types.NamespacedName{Namespace: in.Namespace, Name: csv.Name},
 		operatorsv1alpha1.CSVPhaseSucceeded, intervals.Or(in.Timeout, intervals.CSVSucceeded))
 }
 

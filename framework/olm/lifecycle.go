@@ -27,6 +27,8 @@ type InstallBundleInput struct {
 	// Cleanup sets spec.cleanup.enabled (nil keeps the bundle's value).
 	Cleanup *bool
 	Timeout time.Duration
+	// Logs: see InstallCSVInput.Logs.
+	Logs PodLogs
 }
 
 // InstallBundle loads the bundle and installs it with InstallCSV.
@@ -36,7 +38,7 @@ func InstallBundle(ctx context.Context, in InstallBundleInput) (*operatorsv1alph
 		return nil, err
 	}
 	return InstallCSV(ctx, InstallCSVInput{Client: in.Client, CSV: b.CSV, CRDs: b.CRDs, Objects: b.Others, Namespace: in.Namespace,
-		InstallMode: in.InstallMode, TargetNamespaces: in.TargetNamespaces, Cleanup: in.Cleanup, Timeout: in.Timeout})
+		InstallMode: in.InstallMode, TargetNamespaces: in.TargetNamespaces, Cleanup: in.Cleanup, Timeout: in.Timeout, Logs: in.Logs})
 }
 
 // UpgradeInput moves an installed operator to the next bundle, whose CSV replaces the installed one.

@@ -18,6 +18,12 @@ import (
 // its pods say (waiting reasons, restarts, exit codes) where pods exist. A wait that fails because the
 // operator crash-loops thus names the crash, not only the step that timed out.
 func DescribeOperator(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion) string {
+	return DescribeOperatorLogs(ctx, c, nil, csv)
+}
+
+// DescribeOperatorLogs is DescribeOperator quoting, for each container that has restarted, the last
+// error its previous run logged (read with logs; nil: only the pods' statuses).
+func DescribeOperatorLogs(ctx context.Context, c client.Client, logs PodLogs, csv *operatorsv1alpha1.ClusterServiceVersion) string {
 	var out []string
 	for _, d := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
 		dep := &appsv1.Deployment{}
@@ -39,7 +45,7 @@ func DescribeOperator(ctx context.Context, c client.Client, csv *operatorsv1alph
 			continue
 		}
 		for i := range pods.Items {
-			out = append(out, describePod(&pods.Items[i]))
+			out = append(out, describePod(ctx, logs, &pods.Items[i]))
 		}
 	}
 	if len(out) == 0 {
@@ -60,8 +66,9 @@ func describeDeployment(dep *appsv1.Deployment) string {
 	return fmt.Sprintf("deployment %s/%s has no Available condition yet (no controller or kubelet acted on it)", dep.Namespace, dep.Name)
 }
 
-// describePod is a pod's phase and, per container, why it is not ready (waiting/terminated reasons).
-func describePod(p *corev1.Pod) string {
+// describePod is a pod's phase and, per container, why it is not ready (waiting/terminated reasons)
+// and, for one that restarted, how its last run ended (lastRun).
+func describePod(ctx context.Context, logs PodLogs, p *corev1.Pod) string {
 	parts := []string{fmt.Sprintf("pod %s %s", p.Name, p.Status.Phase)}
 	for _, cond := range p.Status.Conditions {
 		if cond.Status != corev1.ConditionTrue && cond.Message != "" {
@@ -77,6 +84,9 @@ func describePod(p *corev1.Pod) string {
 			parts = append(parts, fmt.Sprintf("%s terminated %s exit %d %q", s.Name, s.State.Terminated.Reason, s.State.Terminated.ExitCode, strings.TrimSpace(s.State.Terminated.Message)))
 		case s.State.Running != nil && !s.Ready:
 			parts = append(parts, fmt.Sprintf("%s running, not ready (restarts %d)", s.Name, s.RestartCount))
+		}
+		if _, down := exits(s); down || s.RestartCount > 0 && !s.Ready {
+			parts = append(parts, fmt.Sprintf("%s: %s", s.Name, lastRun(ctx, logs, p, s)))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -14,9 +14,22 @@ import (
 )
 
 // WaitForCSVPhase waits until the CSV reaches phase. On timeout the error names the CSV, its phase,
-// reason and message, and every requirement that is not Present.
+// reason and message, and every requirement that is not Present. An operator of the CSV that
+// crash-loops (CrashLooping) ends the wait early, with an error naming the crash.
 func WaitForCSVPhase(ctx context.Context, c client.Client, key types.NamespacedName, phase operatorsv1alpha1.ClusterServiceVersionPhase, timeout time.Duration) (*operatorsv1alpha1.ClusterServiceVersion, error) {
+	return waitForCSVPhase(ctx, c, nil, key, phase, timeout)
+}
+
+// crashCheckEvery is how many polls of the CSV pass between two looks at its operator (a Deployment
+// get and a pod list per Deployment): about once a second.
+const crashCheckEvery = 4
+
+// waitForCSVPhase is WaitForCSVPhase reading a crash-looping operator's last log with logs (nil: its
+// termination message only).
+func waitForCSVPhase(ctx context.Context, c client.Client, logs PodLogs, key types.NamespacedName,
+	phase operatorsv1alpha1.ClusterServiceVersionPhase, timeout time.Duration) (*operatorsv1alpha1.ClusterServiceVersion, error) {
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	polls, crashing := 0, ""
 	err := poll(ctx, timeout, func() (bool, string) {
 		if err := c.Get(ctx, key, csv); err != nil {
 			return false, fmt.Sprintf("CSV %s: %v", key, err)
@@ -24,22 +37,33 @@ func WaitForCSVPhase(ctx context.Context, c client.Client, key types.NamespacedN
 		if csv.Status.Phase == phase {
 			return true, ""
 		}
+		if polls++; polls%crashCheckEvery == 0 {
+			if crashing = CrashLooping(ctx, c, logs, csv); crashing != "" {
+				return true, ""
+			}
+		}
 		return false, fmt.Sprintf("CSV %s wants phase %s: %s", key, phase, DescribeCSV(csv))
-	}, explainOperator(c, csv))
+	}, explainOperator(c, logs, csv))
 	if err != nil {
 		return nil, err
+	}
+	if crashing != "" {
+		return nil, fmt.Errorf("CSV %s will not reach phase %s: its operator is crash-looping (the wait stops after %d exits "+
+			"instead of waiting out %s): %s. Fix what it logged: an operator that exits at start usually lacks a file, flag or "+
+			"env var that its Deployment in the CSV does not give it; every run's whole log is in the failed spec's artifacts",
+			key, phase, CrashLoopExits, timeout, crashing)
 	}
 	return csv, nil
 }
 
 // explainOperator says how the operator of csv (the last one read) is doing, once a wait has failed;
 // nothing when the CSV was never read.
-func explainOperator(c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion) kube.PollOption {
+func explainOperator(c client.Client, logs PodLogs, csv *operatorsv1alpha1.ClusterServiceVersion) kube.PollOption {
 	return kube.Explain(func(ctx context.Context) string {
 		if csv.Name == "" {
 			return ""
 		}
-		return "operator: " + DescribeOperator(ctx, c, csv)
+		return "operator: " + DescribeOperatorLogs(ctx, c, logs, csv)
 	})
 }
 

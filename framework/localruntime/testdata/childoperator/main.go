@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,9 +30,11 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "")
 	flag.StringVar(&failWith, "fail-with", "", "exit at once with this error, like an operator missing a file")
 	flag.Parse()
-	ctrl.SetLogger(zap.New())
+	// As kubebuilder's main sets it up: development mode, whose console encoder prints a stack trace
+	// after each error, so the log of an operator that exits ends with a stack frame.
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	if failWith != "" {
-		fmt.Fprintln(os.Stderr, failWith)
+		ctrl.Log.WithName("setup").Error(errors.New(failWith), "unable to start manager")
 		os.Exit(1)
 	}
 	if err := run(probeAddr, metricsAddr, leaderElect); err != nil {
