@@ -51,6 +51,11 @@ const (
 	Subscribed Name = "subscribed"
 	// Gone: an object or namespace deleted, finalizers included.
 	Gone Name = "gone"
+	// WebhookServing: an operator's admission or conversion webhooks callable once its CSV Succeeded —
+	// the webhook Service OLM made has a ready endpoint, and the API server's calls reach it (a create
+	// refused with "connection refused", "no endpoints available", EOF or a TLS handshake error is
+	// tried again until then). OLM reports the install before kube-proxy routes the Service.
+	WebhookServing Name = "webhook-serving"
 	// SpecStep: each wait of a spec of the spec libraries (operands reconciled, removed, CSV gone, ...).
 	SpecStep Name = "spec-step"
 	// Leftovers: garbage collection and finalizers settling before the leftovers check fails.
@@ -78,6 +83,7 @@ var defaults = map[Name]time.Duration{
 	CatalogReady:        2 * time.Minute,
 	Subscribed:          4 * time.Minute,
 	Gone:                2 * time.Minute,
+	WebhookServing:      time.Minute,
 	SpecStep:            2 * time.Minute,
 	Leftovers:           30 * time.Second,
 	MutantCaught:        15 * time.Second,
