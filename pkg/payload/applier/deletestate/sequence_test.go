@@ -13,7 +13,8 @@ import (
 
 // Knobs: CLEANUP_E2E_SEED replays one sequence (the seed a failure prints); CLEANUP_E2E_SEQUENCES
 // and CLEANUP_E2E_SEQUENCE_STEPS run more or longer sequences than the default, which stays within
-// a few seconds of `go test`.
+// a few seconds of `go test`. Both seed and count set run that many from the seed (sequence i uses
+// seed+i), so a soak (scripts/soak.sh) names every seed it ran.
 const (
 	defaultSequences = 100
 	defaultSteps     = 40
@@ -27,7 +28,10 @@ func TestDeleteStateSequencesFollowTheModel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CLEANUP_E2E_SEED=%q: want an integer seed as printed by a failure", s)
 		}
-		base, sequences = seed, 1
+		base = seed
+		if os.Getenv("CLEANUP_E2E_SEQUENCES") == "" {
+			sequences = 1
+		}
 	}
 	ctx := context.Background()
 	for k := range sequences {
