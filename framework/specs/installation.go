@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,11 @@ type Installation struct {
 	all []string
 	csv *operatorsv1alpha1.ClusterServiceVersion
 	ops *operands
+	// logs reads the operator's pod logs on a cluster with nodes, for the last error a crash-looping
+	// operator logged (nil without a provider's REST config).
+	logs olm.PodLogs
+	// webhooksServing: the CSV's webhooks were found callable once (WaitWebhooksServing).
+	webhooksServing bool
 	// leftovers check state (leftovers.go)
 	snapper *leftovers.Snapshotter
 	before  *leftovers.Snapshot
@@ -56,6 +62,11 @@ func NewInstallationFor(ctx context.Context, t T, in OperandCleanupSpecInput, mo
 	g := t.Gomega()
 	g.Expect(in.defaults()).To(gomega.Succeed())
 	r := &Installation{t: t, g: g, in: in, c: in.Environment().Client}
+	if p := in.Environment().Provider; p != nil && p.RESTConfig() != nil {
+		if cs, err := kubernetes.NewForConfig(p.RESTConfig()); err == nil {
+			r.logs = olm.PodLogsOf(cs)
+		}
+	}
 	r.lockAPIs(ctx, mode)
 	defer r.phase("namespaces")()
 	r.l, r.all = newLayout(ctx, t, r.c, in.Name, mode)
@@ -98,8 +109,15 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 			r.removeCSV(ctx, types.NamespacedName{Namespace: r.l.operator, Name: b.CSV.Name})
 		}
 	})
+	// An install that failed (an operator crash-looping at start) leaves artifacts too, every log of the
+	// operator's runs among them, collected before the CSV above is removed.
+	r.t.Cleanup(func(ctx context.Context) {
+		if r.csv == nil {
+			CollectOnFailure(ctx, r.t, r.in.Environment, r.all...)
+		}
+	})
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
-		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.within(r.in.Timeout)})
+		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.within(r.in.Timeout), Logs: r.logs})
 	r.g.Expect(err).NotTo(HaveOccurred())
 	r.csv = csv
 	r.csvUIDs = append(r.csvUIDs, csv.UID)
@@ -167,7 +185,7 @@ func (r *Installation) SetCleanup(ctx context.Context, enabled bool) {
 func (r *Installation) CreateOperands(ctx context.Context) {
 	defer r.phase(string(WaitReconciled))()
 	r.t.Step("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
-	r.ops = createSamples(ctx, r.g, r.c, r.in.Samples, r.l.sampleNamespaces(r.all)...)
+	r.ops = r.createSamples(ctx, r.in.Samples, r.l.sampleNamespaces(r.all)...)
 	if r.in.Reconciled == nil {
 		warnf(r.t, "OperandCleanupSpecInput.Reconciled is not set: these specs cannot tell an operator that never "+
 			"reconciles from one that works (its samples are deleted as easily without it). Set it to check what your "+
@@ -175,11 +193,61 @@ func (r *Installation) CreateOperands(ctx context.Context) {
 		return
 	}
 	watched, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
+	crashing := r.crashLoopCheck(ctx)
 	for _, o := range watched {
-		r.g.Eventually(func() error { return r.in.Reconciled(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).
+		r.g.Eventually(func() error {
+			if err := crashing(); err != nil {
+				return err
+			}
+			return r.in.Reconciled(ctx, r.c, o)
+		}).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).
 			Should(Succeed(), func() string { // read when the wait fails: the operator may be crash-looping
-				return fmt.Sprintf("operator should reconcile %s %s; operator: %s", o.GetKind(), describeKey(o), olm.DescribeOperator(ctx, r.c, r.csv))
+				return fmt.Sprintf("operator should reconcile %s %s; operator: %s", o.GetKind(), describeKey(o),
+					olm.DescribeOperatorLogs(ctx, r.c, r.logs, r.csv))
 			})
+	}
+}
+
+// createSamples creates the samples in the namespaces once the operator's webhooks can be called
+// (WaitWebhooksServing, once per installation), each create tried again while a webhook cannot be
+// reached yet: OLM reports the install before the webhook Service is routed.
+func (r *Installation) createSamples(ctx context.Context, samples func(string) []*unstructured.Unstructured, namespaces ...string) *operands {
+	window := intervals.Get(intervals.WebhookServing)
+	if !r.webhooksServing {
+		r.g.Expect(olm.WaitWebhooksServing(ctx, r.c, r.logs, r.csv, window)).To(Succeed())
+		r.webhooksServing = true
+	}
+	create := func(ctx context.Context, obj client.Object) error {
+		return createRetryingWebhooks(ctx, r.c, obj, window, func() string {
+			if ok, why := olm.WebhooksServing(ctx, r.c, r.csv); !ok {
+				return why + "; operator: " + olm.DescribeOperatorLogs(ctx, r.c, r.logs, r.csv)
+			}
+			return "its Service has a ready endpoint, yet the API server cannot reach it (the Service's port or targetPort, " +
+				"the operator's serving certificate?); operator: " + olm.DescribeOperatorLogs(ctx, r.c, r.logs, r.csv)
+		})
+	}
+	return createSamples(ctx, r.g, r.c, create, samples, namespaces...)
+}
+
+// crashCheckInterval is how often a wait on the operator's work looks whether it crash-loops (reads
+// of its Deployments and pods).
+const crashCheckInterval = time.Second
+
+// crashLoopCheck returns a check for a wait on the operator's work: at most every crashCheckInterval,
+// an error that stops the wait (Gomega's StopTrying) once the operator crash-loops
+// (olm.CrashLooping), naming the crash instead of waiting out the timeout.
+func (r *Installation) crashLoopCheck(ctx context.Context) func() error {
+	var last time.Time
+	return func() error {
+		if r.csv == nil || time.Since(last) < crashCheckInterval {
+			return nil
+		}
+		last = time.Now()
+		if v := olm.CrashLooping(ctx, r.c, r.logs, r.csv); v != "" {
+			return StopTrying(fmt.Sprintf("the operator of CSV %s/%s is crash-looping (the wait stops after %d exits): %s. "+
+				"Fix what it logged; every run's whole log is in the failed spec's artifacts", r.csv.Namespace, r.csv.Name, olm.CrashLoopExits, v))
+		}
+		return nil
 	}
 }
 

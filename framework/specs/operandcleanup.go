@@ -132,7 +132,7 @@ func Cases(in OperandCleanupSpecInput) ([]Case, error) {
 					}
 					return out
 				}
-				r.ops = createSamples(ctx, r.g, r.c, many, target)
+				r.ops = r.createSamples(ctx, many, target)
 				total := len(r.ops.items)
 				r.Uninstall(ctx)
 				r.g.Eventually(r.LiveCSV(ctx)).WithContext(ctx).WithTimeout(in.Timeout).Should(And(

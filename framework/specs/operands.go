@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
 
 // operands are the sample CRs a spec created, by where they live.
@@ -23,9 +25,10 @@ type operands struct {
 	items []*unstructured.Unstructured
 }
 
-// createSamples creates the samples for each namespace. Cluster-scoped samples are created once per
-// namespace with the namespace appended to their name (so parallel specs never share one).
-func createSamples(ctx context.Context, g gomega.Gomega, c client.Client, samples func(string) []*unstructured.Unstructured, namespaces ...string) *operands {
+// createSamples creates the samples for each namespace with create. Cluster-scoped samples are created
+// once per namespace with the namespace appended to their name (so parallel specs never share one).
+func createSamples(ctx context.Context, g gomega.Gomega, c client.Client, create func(context.Context, client.Object) error,
+	samples func(string) []*unstructured.Unstructured, namespaces ...string) *operands {
 	ops := &operands{c: c}
 	for _, ns := range namespaces {
 		for _, s := range samples(ns) {
@@ -38,11 +41,38 @@ func createSamples(ctx context.Context, g gomega.Gomega, c client.Client, sample
 				obj.SetNamespace("")
 				obj.SetName(obj.GetName() + "-" + ns)
 			}
-			g.Expect(c.Create(ctx, obj)).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
+			g.Expect(create(ctx, obj)).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
 			ops.items = append(ops.items, obj)
 		}
 	}
 	return ops
+}
+
+// webhookRetry is how often a create refused because a webhook cannot be reached yet is tried again.
+const webhookRetry = 250 * time.Millisecond
+
+// createRetryingWebhooks is c.Create, tried again for up to window while the API server cannot reach
+// a webhook the object goes through (olm.IsWebhookUnavailable: the operator's webhook Service has no
+// routed endpoint yet). A webhook's answer, such as a denial, is returned at once. When the webhook
+// never answers, the error says how long it was tried and what explain says (the webhook, its Service
+// and the operator's readiness).
+func createRetryingWebhooks(ctx context.Context, c client.Client, obj client.Object, window time.Duration, explain func() string) error {
+	start := time.Now()
+	for {
+		err := c.Create(ctx, obj)
+		if !olm.IsWebhookUnavailable(err) {
+			return err
+		}
+		if time.Since(start) >= window {
+			return fmt.Errorf("%w; the webhook did not answer for %s (intervals.%s, scaled by %s): %s", err,
+				time.Since(start).Round(100*time.Millisecond), "WebhookServing", envvar.WaitScale.Name, explain())
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(webhookRetry):
+		}
+	}
 }
 
 func describeKey(o client.Object) string {

@@ -21,8 +21,9 @@ func supports(p cluster.Provider, csv *operatorsv1alpha1.ClusterServiceVersion) 
 	for _, w := range csv.Spec.WebhookDefinitions {
 		hooks = append(hooks, fmt.Sprintf("%s (%s)", w.GenerateName, w.Type))
 	}
-	return fmt.Errorf("CSV %s declares spec.webhookdefinitions %s, but on provider %s %s: OLM's webhook "+
-		"configurations would reject or fail every sample. Run this suite on a cluster with nodes "+
-		"(CLEANUP_E2E_PROVIDER=kind, or make e2e PROVIDER=kind), or test a bundle without the webhooks on envtest",
-		csv.Name, strings.Join(hooks, ", "), p.Name(), limited.WebhooksUnsupported())
+	return fmt.Errorf("CSV %s declares spec.webhookdefinitions %s, but the %s provider cannot call them: %s, so "+
+		"OLM's webhook configurations would fail every sample. Run this suite on a cluster with nodes "+
+		"(CLEANUP_E2E_PROVIDER=kind, or make e2e PROVIDER=kind), or test the bundle without its webhooks on envtest "+
+		"(BundleDir: specs.MustWithoutWebhooks(bundleDir))",
+		csv.Name, strings.Join(hooks, ", "), p.Kind(), limited.WebhooksUnsupported())
 }

@@ -21,7 +21,9 @@ func (f fakeProvider) Stop(context.Context) error                     { return n
 
 type noWebhooks struct{ fakeProvider }
 
-func (noWebhooks) WebhooksUnsupported() string { return "operators run in-process" }
+func (noWebhooks) WebhooksUnsupported() string {
+	return "nothing routes the API server's calls to the operators"
+}
 
 func csvWithWebhooks(hooks ...operatorsv1alpha1.WebhookDescription) *operatorsv1alpha1.ClusterServiceVersion {
 	csv := &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Name: "memcached-operator.v0.0.1"}}
@@ -40,10 +42,15 @@ func TestWebhooksOnAProviderThatCannotCallThemFailUpFront(t *testing.T) {
 		t.Fatal("a CSV with webhookdefinitions was accepted on a provider that cannot call webhooks")
 	}
 	for _, want := range []string{"memcached-operator.v0.0.1", "vmemcached.kb.io (ValidatingAdmissionWebhook)",
-		"mmemcached.kb.io (MutatingAdmissionWebhook)", "operators run in-process", "CLEANUP_E2E_PROVIDER=kind"} {
+		"mmemcached.kb.io (MutatingAdmissionWebhook)", "the fake provider cannot call them: nothing routes the API server's calls",
+		"CLEANUP_E2E_PROVIDER=kind", "specs.MustWithoutWebhooks(bundleDir)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error lacks %q: %v", want, err)
 		}
+	}
+	// The provider's kind, not the name of the environment (e.g. "memcached-uninstall-1").
+	if strings.Contains(err.Error(), "fake-1") {
+		t.Errorf("the error names the environment instead of the provider: %v", err)
 	}
 }
 

@@ -313,11 +313,13 @@ var (
 	_ cluster.WebhookLimited = (*Provider)(nil)
 )
 
-// WebhooksUnsupported implements cluster.WebhookLimited: operators run in-process, and OLM's webhook
-// configurations point the API server at a Service that no endpoint of theirs backs.
+// WebhooksUnsupported implements cluster.WebhookLimited: operators run on this machine (in the test
+// process or as child processes), with no cluster network, and OLM's webhook configurations point the
+// API server at a Service that no endpoint of theirs backs.
 func (p *Provider) WebhooksUnsupported() string {
-	return "the envtest provider runs operators in-process, and nothing routes the API server's webhook calls " +
-		"(to the Service OLM's webhook configurations name) to them"
+	return "it runs operators on this machine (in the test process, or their binaries as child processes) without " +
+		"pods or a cluster network, so nothing routes the API server's webhook calls to the Service OLM's webhook " +
+		"configurations name"
 }
 
 // DeletesClusterOnStop implements cluster.Disposable: the control plane goes with the provider.
