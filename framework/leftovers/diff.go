@@ -321,9 +321,11 @@ func writeLeftover(b *strings.Builder, l Leftover) {
 	for _, ref := range l.OwnerReferences {
 		who = append(who, fmt.Sprintf("owner %s %s", ref.Kind, ref.Name))
 	}
-	if len(who) > 0 {
-		fmt.Fprintf(b, "      who: %s\n", strings.Join(who, "; "))
+	if len(who) == 0 {
+		// Said rather than left out: the reader looks for the line to find which component to blame.
+		who = append(who, "not recorded (the object has no managedFields and no ownerReferences)")
 	}
+	fmt.Fprintf(b, "      who: %s\n", strings.Join(who, "; "))
 	if len(l.Labels) > 0 {
 		fmt.Fprintf(b, "      labels: %s\n", renderLabels(l.Labels))
 	}

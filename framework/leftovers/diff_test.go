@@ -202,6 +202,12 @@ func TestReportString(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}
 	}
+	// Every leftover has its who: line, also when the server kept nothing about its writer.
+	leak.Managers = nil
+	rep = Diff(snap(base...), snap(append(base[:len(base):len(base)], leak)...), DiffOptions{Scope: Scope{Namespaces: []string{"op-abc-0"}}})
+	if s := rep.String(); !strings.Contains(s, "      who: not recorded (the object has no managedFields and no ownerReferences)") {
+		t.Errorf("a leftover without managedFields has no who: line:\n%s", s)
+	}
 }
 
 func TestMatcher(t *testing.T) {

@@ -340,7 +340,9 @@ func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.U
 		WithTimeout(r.within(r.in.Timeout)).Should(BeEmpty(), "operands that cleanup must remove")
 	if r.in.Finalized == nil {
 		warnf(r.t, "OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that "+
-			"cleans up from one that only removes itself. Set it to check what your finalizer undoes")
+			"cleans up from one that only removes itself — one that skips its work passes, unless what it should have "+
+			"removed is an object the leftovers check attributes to the installation. Set it to check what your finalizer "+
+			"undoes (specs.Gone(gvk, name) for an object it deletes; docs/use-from-your-operator-repo.md)")
 		return
 	}
 	for _, o := range objs {

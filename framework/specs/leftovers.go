@@ -73,11 +73,13 @@ func (r *Installation) ExpectNoLeftovers(ctx context.Context) leftovers.Report {
 	return last
 }
 
-// leftoversError carries a report; Gomega prints GomegaString() as is (readable, not escaped).
+// leftoversError carries a report. Gomega's Succeed prints FormattedGomegaError alone: without it,
+// it printed the error's text and then the value (GomegaString), the report twice.
 type leftoversError struct{ rep leftovers.Report }
 
-func (e leftoversError) Error() string        { return e.rep.String() }
-func (e leftoversError) GomegaString() string { return "\n" + e.rep.String() }
+func (e leftoversError) Error() string                { return e.rep.String() }
+func (e leftoversError) GomegaString() string         { return "\n" + e.rep.String() }
+func (e leftoversError) FormattedGomegaError() string { return e.rep.String() }
 
 func (r *Installation) snapshotter() *leftovers.Snapshotter {
 	if r.snapper != nil {

@@ -68,6 +68,18 @@ type recordingT struct {
 	failure  string
 	failedIn Wait
 	undo     []func(context.Context)
+	// warnings are the weaknesses of the case's input it reported (warnf): why a mutant may pass.
+	warnings []string
+}
+
+// Warnf records a weakness of the case's input (a check left unset) and logs it: CheckMutants names
+// it when a mutant passes or is caught by another wait than the one meant to catch it.
+func (t *recordingT) Warnf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	t.mu.Lock()
+	t.warnings = append(t.warnings, msg)
+	t.mu.Unlock()
+	t.logf("WARNING: %s", msg)
 }
 
 func (t *recordingT) fail(message string) {
@@ -182,27 +194,46 @@ func CheckMutants(ctx context.Context, t *testing.T, c Case, mutants ...Mutant) 
 			run := c // named after the mutant: a failure on purpose leaves artifacts that say so
 			run.Name = "mutant " + name + ": " + c.Name
 			rec := failureOf(ctx, run, &recordingT{logf: t.Logf, name: run.Name, caughtBy: m.CaughtBy})
-			failure := rec.failure
-			switch {
-			case len(m.Want) == 0 && failure != "":
-				t.Fatalf("the case %q failed against %s: %s", c.Name, name, failure)
-			case len(m.Want) > 0 && failure == "":
-				t.Fatalf("the case %q passed against an operator that %s: it does not check what it claims to", c.Name, name)
+			fatal, errs := m.verdict(c.Name, name, rec)
+			if fatal != "" {
+				t.Fatal(fatal)
 			}
-			if failure != "" {
-				t.Logf("failed as it should, in wait %q, saying: %s", rec.failedIn, failure)
+			if rec.failure != "" {
+				t.Logf("failed as it should, in wait %q, saying: %s", rec.failedIn, rec.failure)
 			}
-			if len(m.Want) > 0 && rec.failedIn != m.CaughtBy {
-				t.Errorf("the case failed in %s, not in wait %q that should catch the defect (only that one times out after %s; "+
-					"the others keep the case's timeouts): %s", describeWait(rec.failedIn), m.CaughtBy, intervals.Get(intervals.MutantCaught), failure)
-			}
-			for _, w := range m.Want {
-				if !strings.Contains(failure, w) {
-					t.Errorf("the failure does not name the defect (want %q):\n%s", w, failure)
-				}
+			for _, e := range errs {
+				t.Error(e)
 			}
 		})
 	}
+}
+
+// verdict judges one run of the case against m: a fatal mismatch (a mutant that passed, the real
+// operator failing), else the ways its failure falls short (caught by another wait, not naming the
+// defect). Each names what the case warned about its own input, which explains a mutant it cannot
+// catch (no Finalized check: a finalizer that skips its work passes).
+func (m Mutant) verdict(caseName, name string, rec *recordingT) (fatal string, errs []string) {
+	failure := rec.failure
+	weak := ""
+	if len(rec.warnings) > 0 {
+		weak = "; the case warned that its input cannot catch some defects: " + strings.Join(rec.warnings, "; ")
+	}
+	switch {
+	case len(m.Want) == 0 && failure != "":
+		return fmt.Sprintf("the case %q failed against %s: %s", caseName, name, failure), nil
+	case len(m.Want) > 0 && failure == "":
+		return fmt.Sprintf("the case %q passed against an operator that %s: it does not check what it claims to%s", caseName, name, weak), nil
+	}
+	if len(m.Want) > 0 && rec.failedIn != m.CaughtBy {
+		errs = append(errs, fmt.Sprintf("the case failed in %s, not in wait %q that should catch the defect (only that one times out after %s; "+
+			"the others keep the case's timeouts): %s%s", describeWait(rec.failedIn), m.CaughtBy, intervals.Get(intervals.MutantCaught), failure, weak))
+	}
+	for _, w := range m.Want {
+		if !strings.Contains(failure, w) {
+			errs = append(errs, fmt.Sprintf("the failure does not name the defect (want %q):\n%s", w, failure))
+		}
+	}
+	return "", errs
 }
 
 func (m Mutant) check() error {

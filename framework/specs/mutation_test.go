@@ -90,3 +90,41 @@ func TestMutantInputErrorsNameTheField(t *testing.T) {
 		t.Errorf("the real operator: %v", err)
 	}
 }
+
+// A mutant the case cannot catch names the weakness the case reported about its input: without a
+// Finalized check, a finalizer that skips its work passes, and the check says why.
+func TestAMutantThatPassesNamesTheChecksTheInputLacks(t *testing.T) {
+	c := Case{Name: "removes the operands", Run: func(ctx context.Context, tt T) {
+		r := &Installation{t: tt, g: tt.Gomega(), in: OperandCleanupSpecInput{}}
+		func() { // ExpectRemoved without a Finalized check: the operands are gone, nothing else is checked
+			defer r.phase(string(WaitRemoved))()
+			warnf(r.t, "OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that cleans up from one that only removes itself")
+		}()
+	}}
+	m := Mutant{Name: "never-finalizes", Use: func() error { return nil }, Want: []string{"should have removed it"}, CaughtBy: WaitRemoved}
+	rec := failureOf(context.Background(), c, &recordingT{logf: t.Logf, name: c.Name, caughtBy: m.CaughtBy})
+	fatal, _ := m.verdict(c.Name, m.Name, rec)
+	for _, w := range []string{"passed against an operator that never-finalizes", "does not check what it claims to",
+		"the case warned that its input cannot catch some defects: OperandCleanupSpecInput.Finalized is not set"} {
+		if !strings.Contains(fatal, w) {
+			t.Errorf("the verdict lacks %q: %s", w, fatal)
+		}
+	}
+	// Caught by another wait (the leftovers check saw what the finalizer left): that wait is named,
+	// and so is the missing check.
+	rec = &recordingT{failure: "1 object(s) left behind by the installation", failedIn: WaitLeftovers,
+		warnings: []string{"OperandCleanupSpecInput.Finalized is not set"}}
+	if fatal, errs := m.verdict(c.Name, m.Name, rec); fatal != "" || len(errs) != 2 ||
+		!strings.Contains(errs[0], `failed in wait "leftovers-check", not in wait "operands-gone"`) ||
+		!strings.Contains(errs[0], "Finalized is not set") || !strings.Contains(errs[1], "does not name the defect") {
+		t.Errorf("verdict %q, %q", fatal, errs)
+	}
+	// The real operator passes; a real operator that fails is fatal.
+	real := Mutant{Use: m.Use}
+	if fatal, errs := real.verdict(c.Name, "the-real-operator", &recordingT{}); fatal != "" || len(errs) != 0 {
+		t.Errorf("the real operator passing: %q, %q", fatal, errs)
+	}
+	if fatal, _ := real.verdict(c.Name, "the-real-operator", &recordingT{failure: "boom"}); !strings.Contains(fatal, "failed against the-real-operator: boom") {
+		t.Errorf("the real operator failing: %q", fatal)
+	}
+}
