@@ -18,7 +18,7 @@ func TestAFailedLeftoversCheckPrintsTheReportOnce(t *testing.T) {
 		Why: "its name contains namespace mc-all-0 of the installation"}}}
 	var message string
 	g := gomega.NewGomega(func(m string, _ ...int) { message = m })
-	g.Eventually(func() error { return leftoversError{rep} }).WithTimeout(200 * time.Millisecond).WithPolling(50 * time.Millisecond).
+	g.Eventually(func() error { return leftoversError{rep} }).WithTimeout(200*time.Millisecond).WithPolling(50*time.Millisecond).
 		Should(gomega.Succeed(), "a cleanup-enabled uninstall must leave nothing behind")
 	if n := strings.Count(message, "left behind by the installation"); n != 1 {
 		t.Errorf("the report is printed %d times:\n%s", n, message)
