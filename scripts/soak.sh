@@ -6,9 +6,9 @@
 #
 # Each test stops at its first failing sequence, so the sequences run in chunks, each from its own
 # base seed: a failure ends its chunk only and the next chunks still run. Everything goes to
-# $ARTIFACTS/soak/: seeds.txt (one line per chunk: test, seeds, steps, result), failures/ (per failing
-# chunk, the test's failure text: its seed, the shortest failing sequence found and how to replay it),
-# logs/ and a JUnit report per lifecycle chunk. Fails when any chunk failed.
+# $ARTIFACTS/soak/: seeds.txt (one line per chunk: test, seeds, steps, time, result), failures/
+# (per failing chunk, the test's failure text: its seed, the shortest failing sequence found and the
+# command that replays it), logs/ and a JUnit report per lifecycle chunk. Fails when any chunk failed.
 #
 #   SOAK_SEED=<the clock>         base seed; chunk k of a test starts at SOAK_SEED + k × its chunk size
 #   SOAK_MINUTES=90               no chunk starts after this; a running one gets this plus a margin
@@ -28,7 +28,7 @@ done
 { [ "$lc_chunk" -gt 0 ] && [ "$ap_chunk" -gt 0 ]; } || die "soak: chunk sizes must be positive"
 rm -rf "$out"
 mkdir -p "$out/failures" "$out/logs"
-# The test binaries (≈ 100 MB each) stay out of _cache/, which CI keeps between runs.
+# The test binaries stay out of _cache/, which CI keeps between runs.
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 seeds=$out/seeds.txt
@@ -68,7 +68,7 @@ chunks() {
           result="$result at seed $at, seeds after it not run: failures/$test-seed-$at.txt"
         else
           tail -n 200 "$log" >"$out/failures/$test-chunk-$k.txt"
-          result="$result, no failure text (a timeout or a crash?): failures/$test-chunk-$k.txt"
+          result="$result, no failure text (nothing ran, a timeout or a crash?): failures/$test-chunk-$k.txt"
         fi
       fi
       echo "$test $k $first $last $steps $((SECONDS - start))s $result" >>"$seeds"
@@ -83,6 +83,10 @@ chunks() {
 # just before the deadline can finish and a hung one still ends with the job's artifacts written.
 chunk_timeout() { echo "$(((deadline - SECONDS) / 60 + 20))m"; }
 
+# ran LOG PATTERN: true when LOG shows that the test ran (PATTERN); else says so in LOG. A renamed test
+# or spec matches nothing, and a run of nothing passes.
+ran() { grep -Eq "$2" "$1" || { echo "soak: nothing ran (no line matches '$2')" >>"$1"; return 3; }; }
+
 # The test binaries are built once and run in their package's directory, as go test does.
 build() { step "go test -c $1" go test -c -o "$bin/$2.test" "./$1"; }
 
@@ -90,7 +94,7 @@ applier_run() {
   (cd pkg/payload/applier/deletestate &&
     CLEANUP_E2E_SEED=$2 CLEANUP_E2E_SEQUENCES=$3 CLEANUP_E2E_SEQUENCE_STEPS=$ap_steps \
       "$bin/deletestate.test" -test.run '^TestDeleteStateSequencesFollowTheModel$' -test.v \
-      -test.timeout "$(chunk_timeout)") >"$4" 2>&1
+      -test.timeout "$(chunk_timeout)") >"$4" 2>&1 && ran "$4" 'sequences of [0-9]+ steps \(seeds'
 }
 # failure_file TEST FILE SEED REPLAY: names FILE after the failing SEED, appends the command that
 # replays it with the soak's sequence length, and prints SEED; false when SEED is empty.
@@ -118,7 +122,7 @@ lifecycle_run() {
     CLEANUP_E2E_LIFECYCLE_SEED=$2 CLEANUP_E2E_LIFECYCLE_SEQUENCES=$3 CLEANUP_E2E_LIFECYCLE_STEPS=$lc_steps \
       "$bin/operandcleanup.test" -test.run '^TestOperandCleanup$' -test.timeout "$timeout" \
       -ginkgo.timeout "$timeout" -ginkgo.focus 'keeps every safety invariant' -ginkgo.no-color \
-      -ginkgo.junit-report "$out/logs/junit-lifecycle-$1.xml") >"$4" 2>&1
+      -ginkgo.junit-report "$out/logs/junit-lifecycle-$1.xml") >"$4" 2>&1 && ran "$4" '^Ran [1-9][0-9]* of '
 }
 # lifecycle_spec_test.go's failure(): "invariant violated in the sequence of seed N" up to its
 # "replay: ..." line.
