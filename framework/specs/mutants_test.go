@@ -3,6 +3,9 @@ package specs_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
@@ -32,10 +36,11 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	// The start's backstop plus the cases' 8 min: a start may queue for minutes behind the machine's
+	// The start's backstop plus the cases' 9 min: a start may queue for minutes behind the machine's
 	// other starts (toolchain's start slots), which must not eat the cases' time.
-	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)+intervals.Scaled(8*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)+intervals.Scaled(9*time.Minute))
 	defer cancel()
+	started := time.Now()
 	var mutant atomic.Value
 	mutant.Store(widget.Mutant(""))
 	// The CSV runs `/fixture-operator widget <flags>`; the mutant is read when the Deployment starts.
@@ -45,8 +50,10 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 		}
 		return widget.MainOf(mutant.Load().(widget.Mutant))(ctx, cfg, args[1:], getenv)
 	}
+	const image = "fixtures.local/widget-operator:v0.1.0"
+	registry := localruntime.NewRegistry(map[string]localruntime.Entrypoint{image: operator})
 	env, err := testenv.Start(ctx, testenv.Input{Name: "mutants", Provider: "envtest", Log: testr.New(t),
-		Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{"fixtures.local/widget-operator:v0.1.0": operator}),
+		Registry: registry,
 		Stack:    stack.ForOperandCleanup(),
 		Schemes:  []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme}})
 	if err != nil {
@@ -64,7 +71,17 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	use := func(m widget.Mutant) func() error { return func() error { mutant.Store(m); return nil } }
+	use := func(m widget.Mutant) func() error {
+		return func() error { mutant.Store(m); registry.Register(image, operator); return nil }
+	}
+	// A binary of its own that exits at start, logging as a kubebuilder main does (an error, then a
+	// stack trace): built before the case's clock starts.
+	exitsAtStart := func(pkg string) func() error {
+		return func() error {
+			registry.RegisterBinary(image, localruntime.Binary{Package: pkg, Dir: "."})
+			return registry.BuildBinaries(ctx, filepath.Join(t.TempDir(), "bin"), testr.New(t))
+		}
+	}
 	specs.CheckMutants(ctx, t, enabled,
 		specs.Mutant{Use: use("")},
 		specs.Mutant{Name: string(widget.NeverReconciles), Use: use(widget.NeverReconciles),
@@ -77,7 +94,37 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 		specs.Mutant{Name: string(widget.KeepsItsFinalizer), Use: use(widget.KeepsItsFinalizer),
 			Want:     []string{"operands that cleanup must remove", "kept by finalizer(s) [" + widget.Finalizer + "], which the spec did not add"},
 			CaughtBy: specs.WaitRemoved},
+		// An operator that exits at start: the install stops at its third exit, in seconds, quoting the
+		// error it logged, not the stack frame its logger printed last.
+		specs.Mutant{Name: "exits-at-start-missing-file", Use: exitsAtStart("./testdata/exitsatstart/missingfile"),
+			Want: []string{"crash-looping", "the last error it logged: ERROR setup to initialize metrics certificate watcher",
+				"open /tmp/k8s-metrics-server/metrics-certs/tls.crt: no such file or directory"},
+			CaughtBy: specs.WaitInstalled, Within: intervals.Scaled(30 * time.Second)},
+		specs.Mutant{Name: "exits-at-start-missing-env", Use: exitsAtStart("./testdata/exitsatstart/missingenv"),
+			Want:     []string{"crash-looping", "ERROR setup unable to start manager", "WIDGET_IMAGE is not set"},
+			CaughtBy: specs.WaitInstalled, Within: intervals.Scaled(30 * time.Second)},
 	)
+
+	// The failed install left the operator's whole log (every run) among the case's artifacts.
+	t.Run("the-crash-is-in-the-artifacts", func(t *testing.T) {
+		logs, _ := filepath.Glob(filepath.Join(artifacts.Dir(), "mutant_exits-at-start-missing-file_*", "provider", "operators", "*_widget-operator.log"))
+		var found []string
+		for _, l := range logs {
+			if fi, err := os.Stat(l); err == nil && fi.ModTime().After(started) {
+				found = append(found, l)
+			}
+		}
+		if len(found) == 0 {
+			t.Fatalf("no log of widget-operator in the artifacts of the exits-at-start case under %s (found %v)", artifacts.Dir(), logs)
+		}
+		data, err := os.ReadFile(found[len(found)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(data), "to initialize metrics certificate watcher"); n < 3 {
+			t.Errorf("%s has the operator's error %d time(s), want every one of its 3 or more runs:\n%s", found[len(found)-1], n, data)
+		}
+	})
 
 	// Each run left its cluster-scoped WidgetClass sample outside the OwnNamespace cleanup's scope, held
 	// by the finalizer of an operator it then uninstalled; the case must release what it created, or

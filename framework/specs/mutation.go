@@ -30,6 +30,7 @@ func failureOf(ctx context.Context, c Case, t *recordingT) *recordingT {
 		t.fail(message)
 		panic(abort{})
 	}))
+	t.started = time.Now()
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -67,7 +68,10 @@ type recordingT struct {
 	wait     Wait // the wait the case is in ("" between them)
 	failure  string
 	failedIn Wait
-	undo     []func(context.Context)
+	// started is when the case began; failedAfter how long after it the first failure came.
+	started     time.Time
+	failedAfter time.Duration
+	undo        []func(context.Context)
 	// warnings are the weaknesses of the case's input it reported (warnf): why a mutant may pass.
 	warnings []string
 }
@@ -86,7 +90,7 @@ func (t *recordingT) fail(message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.failure == "" {
-		t.failure, t.failedIn = message, t.wait
+		t.failure, t.failedIn, t.failedAfter = message, t.wait, time.Since(t.started)
 	}
 }
 
@@ -160,6 +164,10 @@ type Mutant struct {
 	// intervals.MutantCaught; the others keep the case's timeouts, so a mutant slow to do what it does
 	// right (install, reconcile) is not mistaken for caught. A failure in another wait fails the check.
 	CaughtBy Wait
+	// Within bounds how long after the case's start the failure may come (0: no bound beyond the
+	// waits' own timeouts): for a defect the case must catch early, such as an operator that exits at
+	// start, which the install's wait stops on at its third exit instead of waiting out its timeout.
+	Within time.Duration
 }
 
 // Wait names a wait of a case, by the phase of the time budget it runs in.
@@ -199,7 +207,7 @@ func CheckMutants(ctx context.Context, t *testing.T, c Case, mutants ...Mutant) 
 				t.Fatal(fatal)
 			}
 			if rec.failure != "" {
-				t.Logf("failed as it should, in wait %q, saying: %s", rec.failedIn, rec.failure)
+				t.Logf("failed as it should, in wait %q after %s, saying: %s", rec.failedIn, rec.failedAfter.Round(100*time.Millisecond), rec.failure)
 			}
 			for _, e := range errs {
 				t.Error(e)
@@ -228,6 +236,10 @@ func (m Mutant) verdict(caseName, name string, rec *recordingT) (fatal string, e
 		errs = append(errs, fmt.Sprintf("the case failed in %s, not in wait %q that should catch the defect (only that one times out after %s; "+
 			"the others keep the case's timeouts): %s%s", describeWait(rec.failedIn), m.CaughtBy, intervals.Get(intervals.MutantCaught), failure, weak))
 	}
+	if m.Within > 0 && rec.failedAfter > m.Within {
+		errs = append(errs, fmt.Sprintf("the case failed %s after its start, later than the %s it must fail within: %s",
+			rec.failedAfter.Round(100*time.Millisecond), m.Within, failure))
+	}
 	for _, w := range m.Want {
 		if !strings.Contains(failure, w) {
 			errs = append(errs, fmt.Sprintf("the failure does not name the defect (want %q):\n%s", w, failure))
@@ -242,6 +254,8 @@ func (m Mutant) check() error {
 		return fmt.Errorf("Use is nil: set it to make the cluster run this variant")
 	case len(m.Want) == 0 && m.CaughtBy != "":
 		return fmt.Errorf("CaughtBy is %q but Want is empty: a mutant without Want is the real operator, which must pass", m.CaughtBy)
+	case len(m.Want) == 0 && m.Within != 0:
+		return fmt.Errorf("Within is %s but Want is empty: a mutant without Want is the real operator, which must pass", m.Within)
 	case len(m.Want) > 0 && !slices.Contains(waits, m.CaughtBy):
 		return fmt.Errorf("CaughtBy is %q: name the wait that must catch the defect, one of %v", m.CaughtBy, waits)
 	}
