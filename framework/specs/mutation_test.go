@@ -128,3 +128,21 @@ func TestAMutantThatPassesNamesTheChecksTheInputLacks(t *testing.T) {
 		t.Errorf("the real operator failing: %q", fatal)
 	}
 }
+
+// A defect the case must catch early fails the check when caught late.
+func TestAMutantCaughtLaterThanWithinFails(t *testing.T) {
+	m := Mutant{Name: "exits-at-start", Use: func() error { return nil }, Want: []string{"crash-looping"}, CaughtBy: WaitInstalled,
+		Within: 30 * time.Second}
+	late := &recordingT{failure: "CSV op/x will not reach phase Succeeded: its operator is crash-looping", failedIn: WaitInstalled,
+		failedAfter: 2 * time.Minute}
+	if fatal, errs := m.verdict("c", m.Name, late); fatal != "" || len(errs) != 1 || !strings.Contains(errs[0], "failed 2m0s after its start, later than the 30s") {
+		t.Errorf("caught late: %q, %q", fatal, errs)
+	}
+	late.failedAfter = 5 * time.Second
+	if fatal, errs := m.verdict("c", m.Name, late); fatal != "" || len(errs) != 0 {
+		t.Errorf("caught in time: %q, %q", fatal, errs)
+	}
+	if err := (Mutant{Use: m.Use, Within: time.Second}).check(); err == nil || !strings.Contains(err.Error(), "Within is 1s but Want is empty") {
+		t.Errorf("the real operator with Within: %v", err)
+	}
+}
