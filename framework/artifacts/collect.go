@@ -1,12 +1,14 @@
 // Package artifacts is the one place that dumps what a failed spec needs for a post-mortem: the
-// involved namespaces' objects as YAML, their events in time order, OLM's cluster-scoped objects,
-// and every log the provider has (control plane, OLM, operators, the operand-cleanup controller).
+// involved namespaces' objects as YAML, their events in time order and their pods' logs (the previous
+// run's too, for a container that restarted), OLM's cluster-scoped objects, and every log the
+// provider has (control plane, OLM, operators, the operand-cleanup controller).
 package artifacts
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,9 +17,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -61,8 +66,17 @@ func Collect(ctx context.Context, in CollectInput) (string, error) {
 	var errs []error
 	resources, err := namespacedResources(in.Provider)
 	errs = append(errs, err)
+	var cs kubernetes.Interface
+	if in.Provider != nil {
+		if cs, err = kubernetes.NewForConfig(in.Provider.RESTConfig()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, ns := range in.Namespaces {
 		errs = append(errs, dumpNamespace(ctx, in.Client, resources, ns, filepath.Join(dir, "namespaces", ns)))
+		if cs != nil {
+			errs = append(errs, dumpPodLogs(ctx, cs, ns, filepath.Join(dir, "namespaces", ns, "logs")))
+		}
 	}
 	errs = append(errs, dumpOLMClusterRBAC(ctx, in.Client, filepath.Join(dir, "cluster")))
 	if in.Provider != nil {
@@ -124,6 +138,55 @@ func dumpNamespace(ctx context.Context, c client.Client, gvks []schema.GroupVers
 	}
 	errs = append(errs, dumpEvents(ctx, c, ns, filepath.Join(dir, "events.txt")))
 	return errors.Join(errs...)
+}
+
+// podLogLimit bounds each container log kept: its end, where an operator says why it failed.
+const podLogLimit = 10 << 20
+
+// dumpPodLogs keeps the log of every container of the namespace's pods (on a cluster with nodes: an
+// operator's, the spec's operands'), and of its previous run when it restarted — a crash-looping
+// operator's cause is there. On envtest there are no pods: the provider's own artifacts hold the
+// operators' logs.
+func dumpPodLogs(ctx context.Context, cs kubernetes.Interface, ns, dir string) error {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) == 0 {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	for _, pod := range pods.Items {
+		statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+		for _, st := range statuses {
+			for _, previous := range []bool{false, true} {
+				if previous && st.RestartCount == 0 {
+					continue
+				}
+				name := pod.Name + "_" + st.Name + ".log"
+				if previous {
+					name = pod.Name + "_" + st.Name + ".previous.log"
+				}
+				errs = append(errs, copyPodLog(ctx, cs, ns, pod.Name, &corev1.PodLogOptions{Container: st.Name, Previous: previous,
+					LimitBytes: ptr.To[int64](podLogLimit)}, filepath.Join(dir, name)))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func copyPodLog(ctx context.Context, cs kubernetes.Interface, ns, pod string, opts *corev1.PodLogOptions, path string) error {
+	rc, err := cs.CoreV1().Pods(ns).GetLogs(pod, opts).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("log of %s/%s container %s (previous %v): %w", ns, pod, opts.Container, opts.Previous, err)
+	}
+	defer rc.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, rc)
+	return errors.Join(err, f.Close())
 }
 
 func dumpEvents(ctx context.Context, c client.Client, ns, path string) error {
