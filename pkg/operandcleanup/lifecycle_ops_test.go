@@ -175,6 +175,7 @@ func (r *lifecycleRun) editCSV(key types.NamespacedName, mutate func(*v1alpha1.C
 // template, as OLM merges olm.targetNamespaces into it.
 func (r *lifecycleRun) syncDeployment() {
 	want := r.realTargets(r.model.watched)
+	ensureOperatorDeployment(r.ns["op"])
 	Eventually(func() error {
 		d := operatorDeployment(r.ns["op"])
 		if v, ok := d.Spec.Template.Annotations[targetNamespacesAnno]; ok && v == want {

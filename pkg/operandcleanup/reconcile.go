@@ -189,6 +189,12 @@ func (r *Reconciler) patchCSV(ctx context.Context, csv *v1alpha1.ClusterServiceV
 
 func equalSpecMeta(a, b *v1alpha1.ClusterServiceVersion) bool {
 	return a.Spec.Cleanup == b.Spec.Cleanup && strings.Join(a.Finalizers, "\x00") == strings.Join(b.Finalizers, "\x00") &&
-		a.GetAnnotations()[HandOverAnnotation] == b.GetAnnotations()[HandOverAnnotation] &&
-		a.GetAnnotations()[UninstallTargetsAnnotation] == b.GetAnnotations()[UninstallTargetsAnnotation]
+		sameAnnotation(a, b, HandOverAnnotation) && sameAnnotation(a, b, UninstallTargetsAnnotation)
+}
+
+// sameAnnotation compares presence too: UninstallTargetsAnnotation "" (all namespaces) is not its absence.
+func sameAnnotation(a, b *v1alpha1.ClusterServiceVersion, key string) bool {
+	va, oka := a.GetAnnotations()[key]
+	vb, okb := b.GetAnnotations()[key]
+	return va == vb && oka == okb
 }

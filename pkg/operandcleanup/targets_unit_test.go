@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -96,5 +97,16 @@ func TestNotRunning(t *testing.T) {
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: notRunning = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Recording "all namespaces" ("") on a CSV whose cached copy lacks the annotation is a change: read as
+// equal, the patch was skipped and the cleanup followed the current targets (found by the lifecycle test).
+func TestRecordingAllNamespacesIsAChange(t *testing.T) {
+	without := &v1alpha1.ClusterServiceVersion{}
+	with := without.DeepCopy()
+	metav1.SetMetaDataAnnotation(&with.ObjectMeta, UninstallTargetsAnnotation, "")
+	if equalSpecMeta(without, with) {
+		t.Fatal("an empty UninstallTargetsAnnotation compared equal to none")
 	}
 }
