@@ -46,6 +46,9 @@ func (r *lifecycleRun) do(o lifecycleOp) {
 		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, r.csvObj(o.Name)))).To(Succeed())
 	case opToggle:
 		want := r.model.csvs[o.Name].enabled
+		if !want && r.model.csvs[o.Name].deleting {
+			r.aborts = append(r.aborts, time.Now())
+		}
 		r.editCSV(types.NamespacedName{Namespace: opNS, Name: o.Name}, func(c *v1alpha1.ClusterServiceVersion) { c.Spec.Cleanup.Enabled = want })
 	case opCreateOperand:
 		var fin []string

@@ -45,6 +45,9 @@ type lifecycleRun struct {
 	states     []modelState // in the order they began; [0] before the first operation
 	final      int          // the step number of the final uninstall (after the sequence's operations)
 	userDelete map[types.UID]bool
+	// aborts: when the user disabled the cleanup of a CSV being deleted, releasing the operator at once
+	// (invariant 7 lets an abort leave CRs already being deleted to the user).
+	aborts []time.Time
 	checked    int
 	violations []string
 	// settle: after each operation, wait until the controller has acted on it, so that it

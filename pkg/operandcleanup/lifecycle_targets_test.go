@@ -3,6 +3,9 @@ package operandcleanup
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The OperatorGroup's targets changed during an uninstall: OLM rewrites olm.targetNamespaces on the
@@ -54,11 +57,25 @@ func (r *lifecycleRun) shrinkTargetsMidUninstall(dropped string) []string {
 }
 
 // checkNothingStuck runs once every CSV is gone, and with it the operator: a Gear still being deleted
-// that the user did not delete was deleted by the cleanup and will never be finalized.
+// that the user did not delete was deleted by the cleanup and will never be finalized, unless the user
+// aborted that cleanup after the Gear's deletion (an abort releases the operator at once).
 func (r *lifecycleRun) checkNothingStuck() {
+	deletedAt := map[types.UID]time.Time{}
+	for _, d := range r.rec.Since(0) {
+		deletedAt[d.UID] = d.At
+	}
+	abandoned := func(uid types.UID) bool {
+		at, ok := deletedAt[uid]
+		for _, a := range r.aborts {
+			if ok && !at.After(a.Add(passGrace)) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, s := range []string{"op", "t1", "t2", "out"} {
 		for _, u := range r.gears(s) {
-			if u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) > 0 && !r.userDelete[u.GetUID()] {
+			if u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) > 0 && !r.userDelete[u.GetUID()] && !abandoned(u.GetUID()) {
 				r.violate("Gear %s/%s (namespace %q) was deleted by the cleanup and is left Terminating with its finalizers %v: the operator, which watched that namespace, was let go before it finalized it",
 					r.ns[s], u.GetName(), s, u.GetFinalizers())
 			}
