@@ -47,7 +47,7 @@ type lifecycleRun struct {
 	userDelete map[types.UID]bool
 	// aborts: when the user disabled the cleanup of a CSV being deleted, releasing the operator at once
 	// (invariant 7 lets an abort leave CRs already being deleted to the user).
-	aborts []time.Time
+	aborts     []time.Time
 	checked    int
 	violations []string
 	// settle: after each operation, wait until the controller has acted on it, so that it
