@@ -118,7 +118,7 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 	})
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
 		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.within(r.in.Timeout), Logs: r.logs})
-	r.g.Expect(err).NotTo(HaveOccurred())
+	r.g.Expect(readable(err)).To(Succeed())
 	r.csv = csv
 	r.csvUIDs = append(r.csvUIDs, csv.UID)
 	r.t.Cleanup(r.forceUninstall)
@@ -214,7 +214,7 @@ func (r *Installation) CreateOperands(ctx context.Context) {
 func (r *Installation) createSamples(ctx context.Context, samples func(string) []*unstructured.Unstructured, namespaces ...string) *operands {
 	window := intervals.Get(intervals.WebhookServing)
 	if !r.webhooksServing {
-		r.g.Expect(olm.WaitWebhooksServing(ctx, r.c, r.logs, r.csv, window)).To(Succeed())
+		r.g.Expect(readable(olm.WaitWebhooksServing(ctx, r.c, r.logs, r.csv, window))).To(Succeed())
 		r.webhooksServing = true
 	}
 	create := func(ctx context.Context, obj client.Object) error {

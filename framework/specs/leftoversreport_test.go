@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -25,5 +26,20 @@ func TestAFailedLeftoversCheckPrintsTheReportOnce(t *testing.T) {
 	}
 	if !strings.Contains(message, "who: created by field manager example.com_memcached-operator_v0.0.1") {
 		t.Errorf("no who: line:\n%s", message)
+	}
+}
+
+// An install's verdict (long: the crash, the error the operator logged, what to do) is printed once.
+func TestAFailedStepPrintsItsErrorOnce(t *testing.T) {
+	var message string
+	g := gomega.NewGomega(func(m string, _ ...int) { message = m })
+	g.Expect(readable(errors.New("its operator is crash-looping"))).To(gomega.Succeed(), "install")
+	if n := strings.Count(message, "crash-looping"); n != 1 || !strings.HasPrefix(message, "install") {
+		t.Errorf("printed %d times:\n%s", n, message)
+	}
+	message = ""
+	g.Expect(readable(nil)).To(gomega.Succeed())
+	if message != "" {
+		t.Errorf("no error failed: %s", message)
 	}
 }

@@ -41,12 +41,27 @@ func createSamples(ctx context.Context, g gomega.Gomega, c client.Client, create
 				obj.SetNamespace("")
 				obj.SetName(obj.GetName() + "-" + ns)
 			}
-			g.Expect(create(ctx, obj)).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
+			g.Expect(readable(create(ctx, obj))).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
 			ops.items = append(ops.items, obj)
 		}
 	}
 	return ops
 }
+
+// readable makes a failed assertion print err's message once: Gomega's Succeed prints a
+// FormattedGomegaError as it is, where HaveOccurred prints the message, then the error's value (the
+// message again, quoted: a long verdict read twice).
+func readable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return readableError{err}
+}
+
+type readableError struct{ error }
+
+func (e readableError) FormattedGomegaError() string { return e.Error() }
+func (e readableError) Unwrap() error                { return e.error }
 
 // webhookRetry is how often a create refused because a webhook cannot be reached yet is tried again.
 const webhookRetry = 250 * time.Millisecond
