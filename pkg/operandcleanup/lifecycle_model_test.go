@@ -38,6 +38,10 @@ const (
 	// rewrites olm.targetNamespaces on every CSV, deleted ones too, and rolls the operator's Deployment
 	// to the new targets only while a CSV is not being deleted.
 	opRetarget opKind = "retarget"
+	// opInstallOther / opDeleteOther: a second installation of an operator owning the same CRD, in its
+	// own namespace (op2) with targets NS, without cleanup; what it serves is never this cleanup's.
+	opInstallOther opKind = "install-other"
+	opDeleteOther  opKind = "delete-other"
 )
 
 // lifecycleOp is one concrete operation.
@@ -152,6 +156,11 @@ func generateSequence(seed int64, n int) (string, []lifecycleOp) {
 		if t := retargetChoices[rng.Intn(len(retargetChoices))]; t != joinSyms(m.targets) {
 			add(2, lifecycleOp{Kind: opRetarget, NS: t})
 		}
+		if m.other == nil {
+			add(1, lifecycleOp{Kind: opInstallOther, NS: retargetChoices[rng.Intn(len(retargetChoices))]})
+		} else {
+			add(1, lifecycleOp{Kind: opDeleteOther})
+		}
 		add(1, lifecycleOp{Kind: opRestart})
 		o := cands[rng.Intn(len(cands))]
 		m.apply(o)
@@ -181,6 +190,8 @@ type lifecycleModel struct {
 	watched  []string
 	csvs     map[string]*modelCSV // present CSVs only
 	operands map[string]string    // Widget name -> symbolic namespace (not deleted by the user)
+	// other: the targets of the second installation, nil while there is none.
+	other []string
 }
 
 func newModel(targets []string) *lifecycleModel {
@@ -267,6 +278,16 @@ func (m *lifecycleModel) applyOp(o lifecycleOp) bool {
 			return false
 		}
 		m.targets = strings.Split(o.NS, ",")
+	case opInstallOther:
+		if m.other != nil {
+			return false
+		}
+		m.other = strings.Split(o.NS, ",")
+	case opDeleteOther:
+		if m.other == nil {
+			return false
+		}
+		m.other = nil
 	case opInstall, opInstallEnabled:
 		if len(m.csvs) > 0 {
 			return false
@@ -356,10 +377,10 @@ func (m *lifecycleModel) liveSuccessor(name string) string {
 }
 
 // permitted returns the symbolic namespaces in which the invariants allow the controller to delete
-// operands in this state ("*": all): the targets the operator also watches, of a CSV being deleted with cleanup enabled (1), not replaced
+// operands in this state ("*": all): the cleanable namespaces (targets the operator also watches, that no
+// other installation serves), of a CSV being deleted with cleanup enabled (1), not replaced
 // (no successor that is not being deleted too, not deleted by OLM as replaced), whose predecessor is not
-// still installed (2). Only one installation exists in a sequence, so invariant 3 is left to the specs
-// with two (cleanup_spec_test.go).
+// still installed (2).
 func (m *lifecycleModel) permitted() map[string]bool {
 	out := map[string]bool{}
 	for _, n := range m.present() {
@@ -370,11 +391,37 @@ func (m *lifecycleModel) permitted() map[string]bool {
 		if p := m.csvs[c.replaces]; p != nil && !p.deleting {
 			continue
 		}
-		for _, t := range intersectSyms(m.targets, m.watched) {
+		for _, t := range m.cleanable() {
 			out[t] = true
 		}
 	}
 	return out
+}
+
+// cleanable: the targets the operator also watches, less what the second installation serves
+// (invariant 3).
+func (m *lifecycleModel) cleanable() []string {
+	return m.notServedByOther(intersectSyms(m.targets, m.watched))
+}
+
+// notServedByOther is syms less the namespaces the second installation serves.
+func (m *lifecycleModel) notServedByOther(syms []string) []string {
+	if m.other == nil {
+		return syms
+	}
+	if m.other[0] == "*" {
+		return nil
+	}
+	if len(syms) > 0 && syms[0] == "*" {
+		syms = []string{"op", "t1", "t2", "out"}
+	}
+	var left []string
+	for _, ns := range syms {
+		if intersectSyms(m.other, []string{ns}) == nil {
+			left = append(left, ns)
+		}
+	}
+	return left
 }
 
 // intersectSyms is the symbolic namespaces in both sets ("*": all).

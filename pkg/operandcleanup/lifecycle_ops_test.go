@@ -63,14 +63,20 @@ func (r *lifecycleRun) do(o lifecycleOp) {
 			Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, u, client.Preconditions{UID: ptrTo(u.GetUID())}))).To(Succeed())
 		}
 	case opRelease:
-		if len(r.liveCSVs()) == 0 {
-			return // the operator's Deployment went with the last CSV
+		// Each installation's operator finalizes where it watches, while it runs (ours: until the last
+		// CSV goes with its Deployment).
+		for _, scope := range [][]string{r.ourOperatorWatches(), r.model.other} {
+			if scope != nil && o.NS != "" {
+				scope = intersectSyms(scope, []string{o.NS})
+			}
+			if len(scope) > 0 {
+				r.releaseDeletingGears(scope)
+			}
 		}
-		scope := r.model.watched
-		if o.NS != "" {
-			scope = intersectSyms(scope, []string{o.NS})
-		}
-		r.releaseDeletingGears(scope)
+	case opInstallOther:
+		createCSV(r.ns["op2"], "other.v1", targetNamespaces(r.realTargets(r.model.other)), owns(lifecycleKind))
+	case opDeleteOther:
+		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns["op2"], Name: "other.v1"}}))).To(Succeed())
 	case opRetarget:
 		for _, c := range r.liveCSVs() {
 			r.editCSV(keyOf(&c), targetNamespaces(r.realTargets(r.model.targets)))
@@ -172,6 +178,15 @@ func (r *lifecycleRun) editCSV(key types.NamespacedName, mutate func(*v1alpha1.C
 		}
 		return err
 	}).Should(Succeed())
+}
+
+// ourOperatorWatches is where the operator of the sequence's installation finalizes: nowhere once its
+// last CSV is gone.
+func (r *lifecycleRun) ourOperatorWatches() []string {
+	if len(r.liveCSVs()) == 0 {
+		return nil
+	}
+	return r.model.watched
 }
 
 // syncDeployment writes the namespaces the operator watches (model.watched) to its Deployment's pod

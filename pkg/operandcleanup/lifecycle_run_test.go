@@ -60,7 +60,7 @@ type lifecycleRun struct {
 
 func newLifecycleRun(seed int64, mode string, settle bool) *lifecycleRun {
 	r := &lifecycleRun{seed: seed, mode: mode, ns: map[string]string{}, model: newModel(installModes[mode]), userDelete: map[types.UID]bool{}, settle: settle}
-	for _, sym := range []string{"op", "t1", "t2", "out", "sentinel"} {
+	for _, sym := range []string{"op", "t1", "t2", "out", "op2", "sentinel"} {
 		r.ns[sym] = newNamespace("lc-" + sym)
 	}
 	r.states = []modelState{{since: time.Now(), permits: map[string]bool{}, csvs: "(nothing installed)"}}
@@ -297,7 +297,7 @@ func (r *lifecycleRun) uninstallAll() {
 	}
 	r.checkNothingStuck()
 	if expectClean {
-		left := r.gearsIn(scope)
+		left := r.gearsIn(r.model.notServedByOther(scope))
 		if len(left) > 0 {
 			r.violate("uninstalling %v (%s doing the cleanup) with cleanup enabled left operands in its targets: %s", order, cleaner, strings.Join(left, ", "))
 		}
@@ -311,6 +311,7 @@ func (r *lifecycleRun) uninstallAll() {
 // tidy deletes what the sequence leaves (as the user), so that a later sequence meets none of it: its
 // operands and sentinels (held ones could stall a later global cleanup) and any CSV a failed run left.
 func (r *lifecycleRun) tidy() {
+	r.do(lifecycleOp{Kind: opDeleteOther})
 	for _, c := range r.liveCSVs() {
 		r.editCSV(keyOf(&c), func(cur *v1alpha1.ClusterServiceVersion) { cur.Finalizers = nil })
 		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &c))).To(Succeed())

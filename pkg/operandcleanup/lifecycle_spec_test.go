@@ -45,6 +45,9 @@ func runSequences(base int64, n, steps, shrink int, settles func(seed int64) boo
 	for i := 0; i < n; i++ {
 		seed := base + int64(i)
 		mode, ops := generateSequence(seed, steps)
+		// Named in the spec's timeline, so that a harness error (not an invariant violation) still says
+		// which seed to replay.
+		By(fmt.Sprintf("sequence of seed %d (%s mode, %d operations); replay: %s=%d %s=1", seed, mode, len(ops), envSeed, seed, envSequences))
 		res.sequences++
 		res.steps += len(ops)
 		settle := settles(seed)
