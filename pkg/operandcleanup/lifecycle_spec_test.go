@@ -139,8 +139,10 @@ var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
 	It("catches a controller that lets the operator go while a CR it deleted waits in a namespace that left the targets", func() {
 		unsafeIgnoreUninstallTargets.Store(true)
 		DeferCleanup(func() { unsafeIgnoreUninstallTargets.Store(false) })
-		// Seeds 4-7 are those whose final uninstall changes the targets (lifecycle_targets_test.go).
-		res := runSequences(envInt(envSeed+"_TARGETS", 4), 4, 8, 0, alwaysSettle)
+		// Seeds 4-7 and 12-15 are those whose final uninstall changes the targets (lifecycle_targets_test.go);
+		// a sequence's own operations may spare the dropped CR (e.g. another installation that serves its
+		// namespace finalizes it), so several are drawn.
+		res := runSequences(envInt(envSeed+"_TARGETS", 4), 12, 8, 0, alwaysSettle)
 		AddReportEntry("lifecycle (targets forgotten)", fmt.Sprintf("caught after %d sequences, %d operations", res.sequences, res.steps))
 		Expect(res.violations).NotTo(BeEmpty(), "the controller that follows only the current targets went unnoticed over %d settled sequences (%d operations): the lifecycle checker no longer catches a CR left Terminating after the OperatorGroup dropped its namespace", res.sequences, res.steps)
 		Expect(strings.Join(res.violations, "\n")).To(ContainSubstring("left Terminating"), res.failure())
