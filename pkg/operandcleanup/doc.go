@@ -55,7 +55,7 @@
 //
 // # Safety invariants
 //
-// Every one is checked by the randomized lifecycle test (lifecycle_test.go), which records every operand
+// Every one is checked by the randomized lifecycle test (lifecycle_*_test.go), which records every operand
 // deletion and fails on any the invariants forbid.
 //
 //  1. An operand is deleted only by a cleanup pass of a CSV X that, read from the API server right before
@@ -86,14 +86,13 @@
 //
 // The one window left: between a live re-verification and the Deletes that rely on it (sent within 1 s
 // of it, plus the time a Delete already sent takes), a new successor or installation can appear; the
-// pass still deletes what it verified, then stops at the next check. (It was a page of up to 500
-// Deletes, ≈ 10 s at the client's rate limit, until each Delete checked the verification's age.)
+// pass still deletes what it verified, then stops at the next check.
 //
 // An uninstall in the middle of an upgrade may delete the new CSV first: its cleanup is skipped (the
 // old CSV is still installed), and the old CSV's deletion, which then finds no successor that stays,
 // is the uninstall and cleans up. So a replaced CSV keeps its finalizer (as its opt-in says) until it is
-// deleted while a successor stays or OLM marks it replaced; it lost it when a successor first appeared,
-// and such an uninstall left the operands behind.
+// deleted while a successor stays or OLM marks it replaced: dropped when a successor first appeared,
+// such an uninstall would leave the operands behind.
 //
 // # Decisions where the enhancement and the operator-framework/api types differ (the API wins)
 //

@@ -16,8 +16,8 @@ import (
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
 )
 
-// Regression specs for the lifecycle races of issue 12, one per reported case; each failed on the
-// controller before the fix.
+// Regression specs for lifecycle races, one per reported case; each fails on a controller without the
+// rule it pins.
 var _ = Describe("lifecycle regressions", func() {
 	It("case 1: deleting a pending successor while its predecessor still runs deletes nothing", func() {
 		_, _, _, v2, widgets := midUpgrade("succ-deleted")

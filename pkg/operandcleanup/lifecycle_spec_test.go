@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// Knobs of the randomized lifecycle test (README: "Soak the controller").
+// Knobs of the randomized lifecycle test (docs/safety.md).
 const (
 	envSeed      = "CLEANUP_E2E_LIFECYCLE_SEED"      // base seed (default: the clock); sequence i uses seed+i
 	envSequences = "CLEANUP_E2E_LIFECYCLE_SEQUENCES" // sequences to run (default 6)

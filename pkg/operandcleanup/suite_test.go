@@ -84,8 +84,7 @@ func startSuiteController() {
 // leave it held by a holder that will never renew (its update reached the API server, its answer was
 // cancelled: seen under stress-ng), and the new one then waits out the Lease's 15 s — as a restarted
 // pod would. That wait is leader election's, not the controller's: counted in the specs' windows it
-// made the randomized lifecycle spec report a hand-over that came late (a make test run under
-// stress-ng, 2026-11-24).
+// made the randomized lifecycle spec report a hand-over that came late under load.
 // The controller is started again even when between fails, so that later specs find it running.
 func restartController(between func()) {
 	Expect(ctrlUnderTest.stop()).To(Succeed())

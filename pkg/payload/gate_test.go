@@ -37,8 +37,8 @@ func TestUpgradeGateLikeTheCVOPrecondition(t *testing.T) {
 	}
 }
 
-// What blang/semver v4.0.0's Parse (the CVO's parser) answered for each case, run on 2026-12-01: a
-// version it rejects is an invalid target here too, not a gated one.
+// What blang/semver v4.0.0's Parse (the CVO's parser) answers for each case: a version it rejects is an
+// invalid target here too, not a gated one.
 func TestSemVerAsTheCVOParsesIt(t *testing.T) {
 	for v, valid := range map[string]bool{
 		"4.16.0": true, "4.16.0-rc.1": true, "4.16.0-0": true, "4.16.0-0a": true, "4.16.0-00a": true,

@@ -34,9 +34,8 @@ var (
 
 func TestApplier(t *testing.T) {
 	RegisterFailHandler(Fail)
-	// Waits without a timeout of their own take the spec library's, not Gomega's 1 s: two flake-hunt
-	// runs on a slow VM (2026-11-27) failed "loops over a ConfigMap payload" after 1 s, the applier
-	// still on its first pass. They poll as the framework's do.
+	// Waits without a timeout of their own take the spec library's, not Gomega's 1 s: on a slow machine
+	// the applier can still be on its first pass after 1 s. They poll as the framework's do.
 	SetDefaultEventuallyTimeout(intervals.Get(intervals.SpecStep))
 	SetDefaultEventuallyPollingInterval(intervals.Poll)
 	RunSpecs(t, "payload applier (envtest)")
