@@ -195,6 +195,7 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 	key := types.NamespacedName{Namespace: sub.Namespace, Name: csvName}
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
 	patched := cleanup == nil
+	polls, crashing := 0, ""
 	err := poll(ctx, timeout, func() (bool, string) {
 		if err := c.Get(ctx, key, csv); err != nil {
 			live := &operatorsv1alpha1.Subscription{}
@@ -215,10 +216,18 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 		if csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded {
 			return true, ""
 		}
+		if polls++; polls%crashCheckEvery == 0 {
+			if crashing = CrashLooping(ctx, c, nil, csv); crashing != "" {
+				return true, ""
+			}
+		}
 		return false, fmt.Sprintf("CSV %s wants phase Succeeded: %s", key, DescribeCSV(csv))
 	}, explainOperator(c, nil, csv))
 	if err != nil {
 		return nil, err
+	}
+	if crashing != "" {
+		return nil, crashLoopError(key, operatorsv1alpha1.CSVPhaseSucceeded, timeout, crashing)
 	}
 	// OLM created the owned CRDs; the caller creates custom resources of their kinds through c next.
 	return csv, kube.WaitCRDsUsable(ctx, c, ownedCRDNames(csv)...)

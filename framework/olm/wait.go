@@ -48,12 +48,17 @@ func waitForCSVPhase(ctx context.Context, c client.Client, logs PodLogs, key typ
 		return nil, err
 	}
 	if crashing != "" {
-		return nil, fmt.Errorf("CSV %s will not reach phase %s: its operator is crash-looping (the wait stops after %d exits "+
-			"instead of waiting out %s): %s. Fix what it logged: an operator that exits at start usually lacks a file, flag or "+
-			"env var that its Deployment in the CSV does not give it; every run's whole log is in the failed spec's artifacts",
-			key, phase, CrashLoopExits, timeout, crashing)
+		return nil, crashLoopError(key, phase, timeout, crashing)
 	}
 	return csv, nil
+}
+
+// crashLoopError is the verdict of a wait for a CSV's phase that stopped on its operator's crash loop.
+func crashLoopError(key types.NamespacedName, phase operatorsv1alpha1.ClusterServiceVersionPhase, timeout time.Duration, crashing string) error {
+	return fmt.Errorf("CSV %s will not reach phase %s: its operator is crash-looping (the wait stops after %d exits "+
+		"instead of waiting out %s): %s. Fix what it logged: an operator that exits at start usually lacks a file, flag or "+
+		"env var that its Deployment in the CSV does not give it; every run's whole log is in the failed spec's artifacts",
+		key, phase, CrashLoopExits, timeout, crashing)
 }
 
 // explainOperator says how the operator of csv (the last one read) is doing, once a wait has failed;
