@@ -336,8 +336,14 @@ func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unst
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.
 func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
 	defer r.phase(string(WaitRemoved))()
-	r.g.Eventually(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
-		WithTimeout(r.within(r.in.Timeout)).Should(BeEmpty(), "operands that cleanup must remove")
+	// An operator that crashes in its finalizer (a panic) crash-loops meanwhile: the wait says so.
+	crashing := r.crashLoopCheck(ctx)
+	r.g.Eventually(func() ([]string, error) {
+		if err := crashing(); err != nil {
+			return nil, err
+		}
+		return r.ops.existing(ctx, objs)
+	}).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(BeEmpty(), "operands that cleanup must remove")
 	if r.in.Finalized == nil {
 		warnf(r.t, "OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that "+
 			"cleans up from one that only removes itself — one that skips its work passes, unless what it should have "+
