@@ -95,6 +95,7 @@ func Cases(in OperandCleanupSpecInput) ([]Case, error) {
 			}},
 	}
 	cases = append(cases, enabledCases(in)...)
+	cases = append(cases, retargetCase(in)...)
 	cases = append(cases,
 		Case{Name: "lists the operands pending deletion and shrinks the list as they go", Mode: first, Labels: []string{"cleanup-pending"},
 			Run: func(ctx context.Context, t T) {
@@ -245,10 +246,7 @@ func (r *Installation) ExpectPending(ctx context.Context, objs []*unstructured.U
 	if len(objs) == 0 {
 		return
 	}
-	var want []matchers.PendingEntry
-	for _, o := range objs {
-		want = append(want, matchers.PendingEntry{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
-	}
+	want := pendingEntries(objs)
 	// The operands the spec does not hold in the watched namespaces must go: when one is still listed,
 	// the failure says what keeps it.
 	inside, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
@@ -258,6 +256,15 @@ func (r *Installation) ExpectPending(ctx context.Context, objs []*unstructured.U
 		matchers.HavePendingDeletion(want...),
 		matchers.HaveCondition(PhaseCleanup, ReasonWaitingOnCleanup, fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", len(objs))),
 	), func() string { return r.explainOperands(ctx, others) })
+}
+
+// pendingEntries are objs as status.cleanup.pendingDeletion lists them.
+func pendingEntries(objs []*unstructured.Unstructured) []matchers.PendingEntry {
+	var out []matchers.PendingEntry
+	for _, o := range objs {
+		out = append(out, matchers.PendingEntry{Group: o.GroupVersionKind().Group, Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
+	return out
 }
 
 // explainOperands describes those of objs that still exist (describeOperand), for a failure: what
