@@ -142,7 +142,7 @@ var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
 		// Seeds 4-7 and 12-15 are those whose final uninstall changes the targets (lifecycle_targets_test.go);
 		// a sequence's own operations may spare the dropped CR (e.g. another installation that serves its
 		// namespace finalizes it), so several are drawn.
-		res := runSequences(envInt(envSeed+"_TARGETS", 4), 12, 8, 0, alwaysSettle)
+		res := runSequences(4, 12, 8, 0, alwaysSettle)
 		AddReportEntry("lifecycle (targets forgotten)", fmt.Sprintf("caught after %d sequences, %d operations", res.sequences, res.steps))
 		Expect(res.violations).NotTo(BeEmpty(), "the controller that follows only the current targets went unnoticed over %d settled sequences (%d operations): the lifecycle checker no longer catches a CR left Terminating after the OperatorGroup dropped its namespace", res.sequences, res.steps)
 		Expect(strings.Join(res.violations, "\n")).To(ContainSubstring("left Terminating"), res.failure())
