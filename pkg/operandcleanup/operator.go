@@ -54,27 +54,19 @@ func (r *Reconciler) checkOperator(ctx context.Context, csv *v1alpha1.ClusterSer
 	if isDeleting(ns) {
 		return operatorTrouble{ReasonOperatorGone, fmt.Sprintf("namespace %s, which holds the operator's Deployment, is terminating", csv.Namespace)}, nil
 	}
-	full := &v1alpha1.ClusterServiceVersion{}
-	if err := r.live.Get(ctx, keyOf(csv), full); err != nil {
-		return operatorTrouble{}, client404(err, "reading CSV "+keyOf(csv).String())
-	}
-	specs := full.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
-	if len(specs) == 0 {
-		return operatorTrouble{}, nil
+	deps, err := r.strategyDeployments(ctx, csv)
+	if err != nil || len(deps) == 0 {
+		return operatorTrouble{}, err
 	}
 	var gone, idle []string
-	for _, d := range specs {
-		dep := &appsv1.Deployment{}
-		err := r.live.Get(ctx, types.NamespacedName{Namespace: csv.Namespace, Name: d.Name}, dep)
+	for _, d := range deps {
 		switch {
-		case apierrors.IsNotFound(err):
-			gone = append(gone, fmt.Sprintf("Deployment %s/%s is gone", csv.Namespace, d.Name))
-		case err != nil:
-			return operatorTrouble{}, fmt.Errorf("reading Deployment %s/%s: %w", csv.Namespace, d.Name, err)
-		case isDeleting(dep):
-			gone = append(gone, fmt.Sprintf("Deployment %s/%s is being deleted", csv.Namespace, d.Name))
+		case d.dep == nil:
+			gone = append(gone, fmt.Sprintf("Deployment %s/%s is gone", csv.Namespace, d.name))
+		case isDeleting(d.dep):
+			gone = append(gone, fmt.Sprintf("Deployment %s/%s is being deleted", csv.Namespace, d.name))
 		default:
-			why := notRunning(dep)
+			why := notRunning(d.dep)
 			if why == "" {
 				return operatorTrouble{}, nil // one Deployment still runs: the operator may still finish
 			}
@@ -142,29 +134,54 @@ func (r *Reconciler) warnOperatorGone(ctx context.Context, csv *v1alpha1.Cluster
 	r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, string(reason), "Cleanup", "%s", msg)
 }
 
+// strategyDeployment is one Deployment of a CSV's install strategy, as the API server has it (dep nil:
+// not found).
+type strategyDeployment struct {
+	name string
+	dep  *appsv1.Deployment
+}
+
+// strategyDeployments reads the CSV live (the cache strips the install strategy) and each Deployment it
+// names. None when the CSV is gone or names none.
+func (r *Reconciler) strategyDeployments(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) ([]strategyDeployment, error) {
+	full := &v1alpha1.ClusterServiceVersion{}
+	if err := r.live.Get(ctx, keyOf(csv), full); err != nil {
+		return nil, client404(err, "reading CSV "+keyOf(csv).String())
+	}
+	var out []strategyDeployment
+	for _, d := range full.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		dep := &appsv1.Deployment{}
+		err := r.live.Get(ctx, types.NamespacedName{Namespace: csv.Namespace, Name: d.Name}, dep)
+		switch {
+		case apierrors.IsNotFound(err):
+			dep = nil
+		case err != nil:
+			return nil, fmt.Errorf("reading Deployment %s/%s: %w", csv.Namespace, d.Name, err)
+		}
+		out = append(out, strategyDeployment{name: d.Name, dep: dep})
+	}
+	return out, nil
+}
+
 // deploymentTargets returns the union of olm.targetNamespaces on the pod templates of the CSV's
 // Deployments, as OLM merges the CSV's annotations into them: the namespaces the operator watches (its
 // WATCH_NAMESPACE comes from that annotation). ok is false when no Deployment carries it.
 func (r *Reconciler) deploymentTargets(ctx context.Context, csv *v1alpha1.ClusterServiceVersion) (targets, bool, error) {
-	full := &v1alpha1.ClusterServiceVersion{}
-	if err := r.live.Get(ctx, keyOf(csv), full); err != nil {
-		return targets{}, false, client404(err, "reading CSV "+keyOf(csv).String())
+	deps, err := r.strategyDeployments(ctx, csv)
+	if err != nil {
+		return targets{}, false, err
 	}
 	var out targets
 	found := false
-	for _, d := range full.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
-		dep := &appsv1.Deployment{}
-		if err := r.live.Get(ctx, types.NamespacedName{Namespace: csv.Namespace, Name: d.Name}, dep); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return targets{}, false, fmt.Errorf("reading Deployment %s/%s: %w", csv.Namespace, d.Name, err)
+	for _, d := range deps {
+		v, ok := "", false
+		if d.dep != nil {
+			v, ok = d.dep.Spec.Template.Annotations[targetNamespacesAnno]
 		}
-		v, ok := dep.Spec.Template.Annotations[targetNamespacesAnno]
 		if !ok {
 			continue
 		}
-		t := parseTargets(v, "Deployment "+dep.Name)
+		t := parseTargets(v, "Deployment "+d.name)
 		if found {
 			t = out.union(t)
 		}
