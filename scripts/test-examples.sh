@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every example consumer module under examples/ (each has its own go.mod with
 # `replace github.com/cleanup-e2e/cleanup-e2e => ../..`) the way its users would: `go test ./...` in
-# the module, through gotestsum (JUnit into $ARTIFACTS). Prints each example's time; fails when one fails.
+# the module, through gotestsum (JUnit into $ARTIFACTS); and the uninstall suite of a fresh kubebuilder
+# scaffold (examples/kubebuilder-scaffold; EXAMPLES_SCAFFOLD=0 leaves it out). Prints each example's
+# time; fails when one fails.
 # Needs the envtest toolchain (`make tools`) for PROVIDER=envtest, the default; with PROVIDER=kind
 # (make e2e runs it so) the cluster $CLEANUP_E2E_KIND_CLUSTER must be up with the images loaded.
 . "$(dirname "$0")/lib.sh"
@@ -12,10 +14,10 @@ export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
 export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
 gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
 
-# run_example DIR: `go test ./...` in one example module; its output goes to standard output.
+# run_example DIR [NAME]: `go test ./...` in one example module (NAME: its directory's); its output
+# goes to standard output.
 run_example() {
-  local dir=$1 name start junit example_artifacts
-  name=$(basename "$dir")
+  local dir=$1 name=${2:-$(basename "$1")} start junit example_artifacts
   start=$SECONDS
   log "==> example $dir: go test ./...${EXAMPLES_TESTBIN:+ (its kept test binaries: scripts/testbin)} (PROVIDER=$PROVIDER)"
   # The example's failure artifacts go under $ARTIFACTS/examples/<name>, its JUnit next to the others'.
@@ -43,6 +45,27 @@ run_example() {
   fi
 }
 
+# run_scaffold: examples/kubebuilder-scaffold, which has no module of its own: its run.sh prepares a
+# fresh kubebuilder scaffold with a webhook (cached by its inputs; ≈ 1 min cold) and puts beside it the
+# uninstall suite, a module of its own, as the docs lay it out; that module runs as the examples do
+# (envtest: the bundle without its webhooks; kind: as it is, the image built by run.sh). Then run.sh
+# checks that nothing changed the scaffold's go.mod, go.sum or Go code.
+run_scaffold() {
+  local script=examples/kubebuilder-scaffold/run.sh dir start=$SECONDS
+  log "==> example kubebuilder-scaffold: a fresh kubebuilder scaffold ($script prepare)"
+  dir=$(bash "$script" prepare) && { [ "$PROVIDER" != kind ] || bash "$script" image; } || {
+    log "<== example kubebuilder-scaffold FAILED in $((SECONDS - start))s (preparing the scaffold)"
+    return 1
+  }
+  run_example "$dir" kubebuilder-scaffold && bash "$script" verify
+}
+
+# Every example: a module directory, or "scaffold".
+examples=()
+for gomod in examples/*/go.mod; do examples+=("$(dirname "$gomod")"); done
+[ "${EXAMPLES_SCAFFOLD:-1}" = 0 ] || examples+=(scaffold)
+run_one() { if [ "$1" = scaffold ]; then run_scaffold; else run_example "$1"; fi; }
+
 rc=0
 total=$SECONDS
 # EXAMPLES_AT_ONCE=1 (make test sets it) runs the modules side by side, each one's output kept in a
@@ -50,9 +73,9 @@ total=$SECONDS
 # alone, after the main run; side by side they end with it (≈ 10 % shorter on 2 cores).
 if [ "${EXAMPLES_AT_ONCE:-0}" = 1 ]; then
   outs=() pids=()
-  for gomod in examples/*/go.mod; do
+  for example in "${examples[@]}"; do
     out=$(mktemp) outs+=("$out")
-    run_example "$(dirname "$gomod")" >"$out" 2>&1 &
+    run_one "$example" >"$out" 2>&1 &
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
@@ -61,8 +84,8 @@ if [ "${EXAMPLES_AT_ONCE:-0}" = 1 ]; then
     rm -f "${outs[$i]}"
   done
 else
-  for gomod in examples/*/go.mod; do
-    run_example "$(dirname "$gomod")" || rc=1
+  for example in "${examples[@]}"; do
+    run_one "$example" || rc=1
   done
 fi
 log "examples done in $((SECONDS - total))s"
