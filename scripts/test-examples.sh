@@ -60,10 +60,20 @@ run_scaffold() {
   run_example "$dir" kubebuilder-scaffold && bash "$script" verify
 }
 
-# Every example: a module directory, or "scaffold".
+# Every example: a module directory, or "scaffold". EXAMPLES_ONLY (names under examples/, space
+# separated) runs only those.
 examples=()
 for gomod in examples/*/go.mod; do examples+=("$(dirname "$gomod")"); done
 [ "${EXAMPLES_SCAFFOLD:-1}" = 0 ] || examples+=(scaffold)
+if [ -n "${EXAMPLES_ONLY:-}" ]; then
+  only=()
+  for example in "${examples[@]}"; do
+    name=$(basename "$example")
+    [ "$example" != scaffold ] || name=kubebuilder-scaffold
+    [[ " $EXAMPLES_ONLY " != *" $name "* ]] || only+=("$example")
+  done
+  examples=("${only[@]}")
+fi
 run_one() { if [ "$1" = scaffold ]; then run_scaffold; else run_example "$1"; fi; }
 
 rc=0
