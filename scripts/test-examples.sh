@@ -57,7 +57,9 @@ run_scaffold() {
     log "<== example kubebuilder-scaffold FAILED in $((SECONDS - start))s (preparing the scaffold)"
     return 1
   }
-  run_example "$dir" kubebuilder-scaffold && bash "$script" verify
+  # The scaffold is outside this checkout when CLEANUP_E2E_CACHE is: the framework's trimmed source
+  # paths (-trimpath, lib.sh) then find the checkout by CLEANUP_E2E_ROOT (internal/srcdir).
+  (export CLEANUP_E2E_ROOT=$REPO_ROOT && run_example "$dir" kubebuilder-scaffold) && bash "$script" verify
 }
 
 # Every example: a module directory, or "scaffold". EXAMPLES_ONLY (names under examples/, space
