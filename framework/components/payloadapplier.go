@@ -155,26 +155,27 @@ func (pa *PayloadApplier) Scale(ctx context.Context, replicas int32) error {
 	if replicas > 0 {
 		return kube.WaitDeploymentAvailable(ctx, pa.Client, pa.Key(), pa.Timeout)
 	}
-	wctx, cancel := context.WithTimeout(ctx, pa.Timeout)
-	defer cancel()
-	for {
-		err := pa.Client.Get(wctx, pa.Key(), dep)
+	err := intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+		err := pa.Client.Get(ctx, pa.Key(), dep)
 		pods := &corev1.PodList{}
 		if err == nil {
 			// Terminating pods are not counted in the status: wait for them to be gone too (a node-less
 			// provider has none).
-			err = pa.Client.List(wctx, pods, client.InNamespace(pa.Namespace), client.MatchingLabels(dep.Spec.Selector.MatchLabels))
+			err = pa.Client.List(ctx, pods, client.InNamespace(pa.Namespace), client.MatchingLabels(dep.Spec.Selector.MatchLabels))
 		}
-		if err == nil && dep.Status.ObservedGeneration >= dep.Generation && dep.Status.Replicas == 0 &&
+		if err != nil {
+			return false, err.Error()
+		}
+		if dep.Status.ObservedGeneration >= dep.Generation && dep.Status.Replicas == 0 &&
 			dep.Status.AvailableReplicas == 0 && len(pods.Items) == 0 {
-			return nil
+			return true, ""
 		}
-		select {
-		case <-wctx.Done():
-			return fmt.Errorf("deployment %s did not scale to 0 within %s (last error %v, status %+v)", pa.Key(), pa.Timeout, err, dep.Status)
-		case <-time.After(250 * time.Millisecond):
-		}
+		return false, fmt.Sprintf("status %+v, %d pod(s)", dep.Status, len(pods.Items))
+	}, intervals.Within(pa.Timeout))
+	if err != nil {
+		return fmt.Errorf("deployment %s did not scale to 0: %w", pa.Key(), err)
 	}
+	return nil
 }
 
 // State reads the delete progress the applier persists, as a restarted applier would load it.

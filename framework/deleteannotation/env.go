@@ -65,10 +65,10 @@ func NewEnv(ctx context.Context, cl cluster.Environment, prefix string, opts app
 	opts.Namespace, opts.ClusterOperatorName = e.Namespace, e.ClusterOperator
 	opts.Logger = ginkgox.Logger().WithName(e.ID)
 	if opts.PollInterval == 0 {
-		opts.PollInterval = 200 * time.Millisecond
+		opts.PollInterval = intervals.WaitEvery
 	}
 	if opts.ClusterOperatorTimeout == 0 {
-		opts.ClusterOperatorTimeout = time.Minute
+		opts.ClusterOperatorTimeout = intervals.Get(intervals.ClusterOperatorLevel)
 	}
 	e.Applier = applier.New(c, c.RESTMapper(), opts)
 	// Registered after the namespace's cleanup, so it runs before the namespaces go.

@@ -18,10 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // Deletion is one recorded deletion.
@@ -107,15 +108,24 @@ func (r *Recorder) Stamp(step int) {
 }
 
 // Barrier waits until the recorder has seen the creation of namespace/name (an object the caller just
-// created): every deletion that happened before that creation has then been recorded.
+// created): every deletion that happened before that creation has then been recorded. timeout ≤ 0 is
+// the request interval: a watch event follows the write within a moment.
 func (r *Recorder) Barrier(ctx context.Context, namespace, name string, timeout time.Duration) error {
-	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	var watchErr error
+	// Every 5 ms: the check reads memory only, and callers wait on it between steps of a sequence.
+	err := intervals.Wait(ctx, intervals.Request, func() (bool, string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return r.created[namespace+"/"+name], r.err
-	})
+		if watchErr = r.err; watchErr != nil {
+			return true, ""
+		}
+		return r.created[namespace+"/"+name], "no creation event yet (watch lagging)"
+	}, intervals.Within(timeout), intervals.Every(5*time.Millisecond))
+	if err == nil {
+		err = watchErr
+	}
 	if err != nil {
-		return fmt.Errorf("deletion recorder never saw %s/%s created within %s (watch closed or lagging): %w", namespace, name, timeout, err)
+		return fmt.Errorf("deletion recorder never saw %s/%s created (its watch closed or lags): %w", namespace, name, err)
 	}
 	return nil
 }

@@ -4,7 +4,12 @@
 // local loop that should fail early (0.5).
 //
 // Observation windows are not timeouts and are not scaled: "nothing happens for 2 s" (an operand that
-// must be kept, a finalizer that must not appear) means the same on any machine.
+// must be kept, a finalizer that must not appear) means the same on any machine. Nor is a grace
+// period (how long a stopped process is given between SIGTERM and SIGKILL, a pod's
+// terminationGracePeriodSeconds): it is what the operator is promised, not how long the framework
+// expects something to take.
+//
+// Wait (wait.go) is the one polling loop of the framework: it takes a name from this table.
 package intervals
 
 import (
@@ -26,6 +31,25 @@ const (
 	// checks and the default namespace there. Each is started once (toolchain.StartEnvtest): a start
 	// killed for being slow would begin again from nothing.
 	ControlPlaneReady Name = "control-plane-ready"
+	// Reachable: the API server of a cluster that is already running answering a process that connects
+	// to it (the envtest cluster another Ginkgo process started, a kind cluster kept from an earlier
+	// run).
+	Reachable Name = "reachable"
+	// AdmissionPolicy: a kind cluster's MutatingAdmissionPolicy that keeps local images from being
+	// pulled, applied by the API server (a dry-run pod comes back mutated).
+	AdmissionPolicy Name = "admission-policy"
+	// DockerCommand: one docker command of the kind provider that only reads (info, inspect).
+	DockerCommand Name = "docker-command"
+	// Request: one request, or one round of a probe's requests, bounded on its own inside a longer wait
+	// or after it (a wait's explanation, a probe's delete), so that one hung call does not use it up.
+	Request Name = "request"
+	// Killed: a process the framework sent SIGKILL gone from the process table.
+	Killed Name = "killed"
+	// Stopped: what the framework started stopped once told to, its grace period included (an
+	// operator the local runtime runs, envtest's etcd and kube-apiserver).
+	Stopped Name = "stopped"
+	// RuntimeStarted: the local runtime's watch of Deployments synced (framework/localruntime).
+	RuntimeStarted Name = "runtime-started"
 	// SuiteSetup: a suite's before-suite node (framework/suite): its provider started, its stack
 	// installed, its own setup run; and a Go test that starts a provider. A backstop, above the sum of
 	// its steps' own timeouts (and a wait for a start slot, toolchain), so that a step's failure, which
@@ -58,6 +82,14 @@ const (
 	WebhookServing Name = "webhook-serving"
 	// SpecStep: each wait of a spec of the spec libraries (operands reconciled, removed, CSV gone, ...).
 	SpecStep Name = "spec-step"
+	// SpecCleanup: each cleanup a spec registered when it runs in a Go test (specs.FromTesting) or in a
+	// mutation check, on a context of its own since the test's may have ended: uninstalling what it
+	// installed, releasing its samples.
+	SpecCleanup Name = "spec-cleanup"
+	// ClusterOperatorLevel: the payload applier waiting for a ClusterOperator of the payload to report
+	// the payload's versions, Available and not Degraded (framework/deleteannotation's default of
+	// applier.Options.ClusterOperatorTimeout).
+	ClusterOperatorLevel Name = "clusteroperator-level"
 	// Leftovers: garbage collection and finalizers settling before the leftovers check fails.
 	Leftovers Name = "leftovers"
 	// MutantCaught: the one wait of a mutation check that must catch the mutant's defect (specs.Mutant's
@@ -71,23 +103,32 @@ const (
 )
 
 var defaults = map[Name]time.Duration{
-	ClusterReady:        3 * time.Minute,
-	ControlPlaneReady:   3 * time.Minute,
-	GarbageCollecting:   90 * time.Second,
-	SuiteSetup:          10 * time.Minute,
-	OLMReady:            2 * time.Minute,
-	OLMInstall:          5 * time.Minute,
-	DeploymentAvailable: 2 * time.Minute,
-	CRDUsable:           time.Minute,
-	CSVSucceeded:        3 * time.Minute,
-	CatalogReady:        2 * time.Minute,
-	Subscribed:          4 * time.Minute,
-	Gone:                2 * time.Minute,
-	WebhookServing:      time.Minute,
-	SpecStep:            2 * time.Minute,
-	Leftovers:           30 * time.Second,
-	MutantCaught:        15 * time.Second,
-	Quiet:               2 * time.Second,
+	ClusterReady:         3 * time.Minute,
+	ControlPlaneReady:    3 * time.Minute,
+	Reachable:            30 * time.Second,
+	AdmissionPolicy:      time.Minute,
+	DockerCommand:        time.Minute,
+	Request:              10 * time.Second,
+	Killed:               10 * time.Second,
+	Stopped:              30 * time.Second,
+	RuntimeStarted:       time.Minute,
+	SpecCleanup:          5 * time.Minute,
+	ClusterOperatorLevel: time.Minute,
+	GarbageCollecting:    90 * time.Second,
+	SuiteSetup:           10 * time.Minute,
+	OLMReady:             2 * time.Minute,
+	OLMInstall:           5 * time.Minute,
+	DeploymentAvailable:  2 * time.Minute,
+	CRDUsable:            time.Minute,
+	CSVSucceeded:         3 * time.Minute,
+	CatalogReady:         2 * time.Minute,
+	Subscribed:           4 * time.Minute,
+	Gone:                 2 * time.Minute,
+	WebhookServing:       time.Minute,
+	SpecStep:             2 * time.Minute,
+	Leftovers:            30 * time.Second,
+	MutantCaught:         15 * time.Second,
+	Quiet:                2 * time.Second,
 }
 
 // Poll is how often a wait checks again. Not scaled, like the observation windows. A check often costs

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // FieldOwner is the server-side-apply field manager of everything the framework applies.
@@ -28,26 +30,23 @@ func Apply(ctx context.Context, c client.Client, objs ...*unstructured.Unstructu
 	return nil
 }
 
-// WaitDeploymentAvailable waits until the Deployment reports Available=True for its current generation.
+// WaitDeploymentAvailable waits until the Deployment reports Available=True for its current
+// generation; timeout ≤ 0 is the deployment-available interval.
 func WaitDeploymentAvailable(ctx context.Context, c client.Client, key types.NamespacedName, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last := "not read yet"
-	for {
+	err := intervals.Wait(ctx, intervals.DeploymentAvailable, func() (bool, string) {
 		dep := &appsv1.Deployment{}
 		if err := c.Get(ctx, key, dep); err != nil {
-			last = err.Error()
-		} else if dep.Status.ObservedGeneration >= dep.Generation && available(dep) {
-			return nil
-		} else {
-			last = fmt.Sprintf("generation %d observed %d, conditions %v", dep.Generation, dep.Status.ObservedGeneration, dep.Status.Conditions)
+			return false, err.Error()
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("deployment %s not available within %s: %s", key, timeout, last)
-		case <-time.After(250 * time.Millisecond):
+		if dep.Status.ObservedGeneration >= dep.Generation && available(dep) {
+			return true, ""
 		}
+		return false, fmt.Sprintf("generation %d observed %d, conditions %v", dep.Generation, dep.Status.ObservedGeneration, dep.Status.Conditions)
+	}, intervals.Within(timeout))
+	if err != nil {
+		return fmt.Errorf("deployment %s not available: %w", key, err)
 	}
+	return nil
 }
 
 func available(dep *appsv1.Deployment) bool {

@@ -26,7 +26,7 @@ import (
 // install) ends with this wait; a consumer's suite that creates CRDs itself should call it too.
 func WaitCRDsUsable(ctx context.Context, c client.Client, names ...string) error {
 	for _, name := range names {
-		if err := Poll(ctx, intervals.Get(intervals.CRDUsable), func() (bool, string) { return crdUsable(ctx, c, name) }); err != nil {
+		if err := intervals.Wait(ctx, intervals.CRDUsable, func() (bool, string) { return crdUsable(ctx, c, name) }); err != nil {
 			return fmt.Errorf("CRD %s is not usable by the client: %w", name, err)
 		}
 	}

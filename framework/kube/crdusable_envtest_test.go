@@ -44,7 +44,7 @@ func TestCRDUsableAfterTheMapperCachedAMiss(t *testing.T) {
 	if err := c.Create(ctx, crd.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	if err := kube.Poll(ctx, intervals.Get(intervals.CRDUsable), func() (bool, string) { return established(ctx, c, crd.Name) }); err != nil {
+	if err := intervals.Wait(ctx, intervals.CRDUsable, func() (bool, string) { return established(ctx, c, crd.Name) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Create(ctx, cr.DeepCopy()); !meta.IsNoMatchError(err) {

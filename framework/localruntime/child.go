@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,10 +38,6 @@ type child struct {
 	w    *workload
 	path string
 }
-
-// stopGrace is how long a stopped operator gets between SIGTERM and SIGKILL (a pod's
-// terminationGracePeriodSeconds, capped: a suite should not wait 30 s for an operator that hangs).
-const stopGrace = 10 * time.Second
 
 func (c *child) run(ctx context.Context, logger logr.Logger, ready func(string)) error {
 	dir := filepath.Join(c.rt.podDir(), c.key.Namespace+"_"+c.key.Name)
@@ -97,7 +92,7 @@ func (c *child) run(ctx context.Context, logger logr.Logger, ready func(string))
 	case <-p.Exited():
 		return fmt.Errorf("%v; %s", p.Err(), crashlog.Describe(readFrom(spec.LogPath, from)))
 	case <-ctx.Done():
-		return p.Stop(stopGrace)
+		return p.Stop(process.Grace)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/crashlog"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // conflictRetry is the requeue after a status write lost a race (with the operator itself, OLM or the
@@ -165,7 +166,7 @@ func (r *Runtime) stopInstance(key types.NamespacedName, why string) error {
 		return nil
 	}
 	r.log.Info("stopping operator", "deployment", key.String(), "reason", why)
-	return in.stop(30 * time.Second)
+	return in.stop(intervals.Get(intervals.Stopped))
 }
 
 // writeStatus records replica counts and conditions the way the deployment controller would.

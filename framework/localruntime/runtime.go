@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,6 +24,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // Runtime runs registered operators for the Deployments of a cluster.
@@ -120,11 +122,12 @@ func (r *Runtime) Start(ctx context.Context) error {
 	r.ctx, r.stopMgr, r.mgrDone = mctx, cancel, make(chan error, 1)
 	r.mu.Unlock()
 	go func() { r.mgrDone <- mgr.Start(mctx) }()
-	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	syncCtx, cancelSync := context.WithTimeout(ctx, intervals.Get(intervals.RuntimeStarted))
 	defer cancelSync()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		cancel()
-		return errors.New("local runtime: deployment cache did not sync")
+		return fmt.Errorf("local runtime: its Deployment watch did not sync within %s (its list of Deployments did not complete in time; on a slow machine, %s stretches the wait)",
+			intervals.Get(intervals.RuntimeStarted), envvar.WaitScale.Name)
 	}
 	return nil
 }
@@ -142,7 +145,7 @@ func (r *Runtime) Stop() error {
 	stop()
 	var errs []error
 	for _, in := range instances {
-		errs = append(errs, in.stop(30*time.Second))
+		errs = append(errs, in.stop(intervals.Get(intervals.Stopped)))
 	}
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		errs = append(errs, err)

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -57,10 +56,13 @@ func (p *probe) main(ctx context.Context, cfg *rest.Config, args []string, geten
 	p.userAgent.Store(cfg.UserAgent)
 	// Some data: the API server keeps no field manager for an object without fields it set.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: writtenByProbe}, Data: map[string]string{"by": "probe"}}
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = intervals.Wait(ctx, intervals.Reachable, func() (bool, string) {
 		_, err := cs.CoreV1().ConfigMaps(getenv("NS")).Create(ctx, cm, metav1.CreateOptions{})
-		return err == nil || apierrors.IsAlreadyExists(err), nil
-	})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return true, ""
+		}
+		return false, err.Error()
+	}, intervals.Every(50*time.Millisecond))
 	p.writeErr.Store(errString(err))
 	<-ctx.Done()
 	return nil
@@ -292,10 +294,10 @@ func available(ctx context.Context, c client.Client, key types.NamespacedName) s
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
-		func(context.Context) (bool, error) { return cond(), nil })
+	err := intervals.Wait(context.Background(), intervals.DeploymentAvailable, func() (bool, string) { return cond(), "not yet" },
+		intervals.Every(50*time.Millisecond))
 	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 

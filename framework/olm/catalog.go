@@ -71,7 +71,7 @@ func CreateCatalogSource(ctx context.Context, in CatalogSourceInput) (*operators
 // WaitCatalogSourceReady waits until status.connectionState.lastObservedState is READY. The error
 // says what the connection state and the catalog's pod (phase, container states, probes) were.
 func WaitCatalogSourceReady(ctx context.Context, c client.Client, key types.NamespacedName, timeout time.Duration) error {
-	return poll(ctx, timeout, func() (bool, string) {
+	return intervals.Wait(ctx, intervals.CatalogReady, func() (bool, string) {
 		cs := &operatorsv1alpha1.CatalogSource{}
 		if err := c.Get(ctx, key, cs); err != nil {
 			return false, fmt.Sprintf("CatalogSource %s: %v", key, err)
@@ -80,7 +80,7 @@ func WaitCatalogSourceReady(ctx context.Context, c client.Client, key types.Name
 			return true, ""
 		}
 		return false, describeCatalogSource(ctx, c, cs)
-	})
+	}, intervals.Within(timeout))
 }
 
 func describeCatalogSource(ctx context.Context, c client.Client, cs *operatorsv1alpha1.CatalogSource) string {
@@ -172,13 +172,13 @@ func Subscribe(ctx context.Context, in SubscribeInput) (*operatorsv1alpha1.Subsc
 		}
 	}
 	if csvName == "" {
-		if err := poll(ctx, timeout, func() (bool, string) {
+		if err := intervals.Wait(ctx, intervals.Subscribed, func() (bool, string) {
 			if err := in.Client.Get(ctx, client.ObjectKeyFromObject(sub), sub); err != nil {
 				return false, err.Error()
 			}
 			csvName = sub.Status.CurrentCSV
 			return csvName != "", "Subscription has no currentCSV yet: " + DescribeSubscription(ctx, in.Client, sub)
-		}); err != nil {
+		}, intervals.Within(timeout)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -196,7 +196,7 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
 	patched := cleanup == nil
 	polls, crashing := 0, ""
-	err := poll(ctx, timeout, func() (bool, string) {
+	err := intervals.Wait(ctx, intervals.Subscribed, func() (bool, string) {
 		if err := c.Get(ctx, key, csv); err != nil {
 			live := &operatorsv1alpha1.Subscription{}
 			if gerr := c.Get(ctx, client.ObjectKeyFromObject(sub), live); gerr == nil {
@@ -222,7 +222,7 @@ func waitSubscribedCSV(ctx context.Context, c client.Client, sub *operatorsv1alp
 			}
 		}
 		return false, fmt.Sprintf("CSV %s wants phase Succeeded: %s", key, DescribeCSV(csv))
-	}, explainOperator(c, nil, csv))
+	}, explainOperator(c, nil, csv), intervals.Within(timeout))
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func ownedCRDNames(csv *operatorsv1alpha1.ClusterServiceVersion) []string {
 // the Subscription points at is executed, so approving the first one found can wait forever.
 func ApproveInstallPlan(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Subscription, csvName string, timeout time.Duration) (*operatorsv1alpha1.InstallPlan, error) {
 	var ip *operatorsv1alpha1.InstallPlan
-	err := poll(ctx, timeout, func() (bool, string) {
+	err := intervals.Wait(ctx, intervals.Subscribed, func() (bool, string) {
 		live := &operatorsv1alpha1.Subscription{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(sub), live); err != nil {
 			return false, fmt.Sprintf("Subscription %s/%s: %v", sub.Namespace, sub.Name, err)
@@ -280,7 +280,7 @@ func ApproveInstallPlan(ctx context.Context, c client.Client, sub *operatorsv1al
 			return true, ""
 		}
 		return false, DescribeInstallPlan(ctx, c, ip)
-	})
+	}, intervals.Within(timeout))
 	if err != nil {
 		return nil, fmt.Errorf("approve the InstallPlan of %s: %w", csvName, err)
 	}
@@ -293,7 +293,7 @@ func WaitInstallPlanComplete(ctx context.Context, c client.Client, key types.Nam
 	pollCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	failed := ""
-	err := poll(pollCtx, timeout, func() (bool, string) {
+	err := intervals.Wait(pollCtx, intervals.Subscribed, func() (bool, string) {
 		ip := &operatorsv1alpha1.InstallPlan{}
 		if err := c.Get(ctx, key, ip); err != nil {
 			return false, fmt.Sprintf("InstallPlan %s: %v", key, err)
@@ -307,7 +307,7 @@ func WaitInstallPlanComplete(ctx context.Context, c client.Client, key types.Nam
 			return false, failed
 		}
 		return false, DescribeInstallPlan(ctx, c, ip)
-	})
+	}, intervals.Within(timeout))
 	if failed != "" {
 		return fmt.Errorf("InstallPlan %s failed: %s", key, failed)
 	}

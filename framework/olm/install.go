@@ -100,7 +100,7 @@ func createCSV(ctx context.Context, c client.Client, src *operatorsv1alpha1.Clus
 	}
 	// A copied CSV of a global install of the same operator may still sit in the namespace while OLM
 	// removes the copies of a parent that is going away: wait for it rather than fail.
-	err := poll(ctx, time.Minute, func() (bool, string) {
+	err := intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
 		err := c.Create(ctx, csv)
 		if err == nil {
 			return true, ""
@@ -131,11 +131,6 @@ func nudge(ctx context.Context, c client.Client, csv *operatorsv1alpha1.ClusterS
 	patch := client.RawPatch(types.MergePatchType,
 		[]byte(fmt.Sprintf(`{"metadata":{"annotations":{"cleanup-e2e.io/requirements-created":%q}}}`, time.Now().UTC().Format(time.RFC3339Nano))))
 	return client.IgnoreNotFound(c.Patch(ctx, csv, patch))
-}
-
-// poll is kube.Poll: OLM's waits share its interval and its timeout wording.
-func poll(ctx context.Context, timeout time.Duration, check func() (bool, string), opts ...kube.PollOption) error {
-	return kube.Poll(ctx, timeout, check, opts...)
 }
 
 // isGone reports whether err says the object does not exist.

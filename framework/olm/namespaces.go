@@ -28,7 +28,7 @@ func EnsureNamespaces(ctx context.Context, c client.Client, names ...string) err
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	var createErr error
-	err := poll(ctx, intervals.Get(intervals.Gone), func() (bool, string) {
+	err := intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
 		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		if kube.CutByDeadline(ctx, err) {
 			// The caller's context (its deadline) ended the request, not the API server: the error to

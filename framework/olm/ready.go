@@ -9,8 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // ProbeNamespace holds the OperatorGroup used to check that OLM reconciles.
@@ -34,45 +35,47 @@ func Reconciling(ctx context.Context, c client.Client) (bool, error) {
 		return false, fmt.Errorf("create OLM probe OperatorGroup: %w", err)
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), intervals.Get(intervals.Request))
 		defer cancel()
 		_ = client.IgnoreNotFound(c.Delete(dctx, og))
 	}()
 	answered := false
+	var readErr error
 	// The window bounds the polling, not each read: a read under the window's deadline is refused by
 	// client-go's rate limiter when its wait would cross it, which is no answer from OLM (found by the
-	// flake hunt under load). So the reads use the caller's ctx.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, probeWindow, true, func(context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(og), og); err != nil {
-			return false, err
+	// flake hunt under load). So the reads use the caller's ctx. The window is not scaled: it is one
+	// attempt, and WaitReconciling, which repeats it, has the scaled timeout.
+	_ = intervals.Wait(ctx, intervals.OLMReady, func() (bool, string) {
+		if readErr = c.Get(ctx, client.ObjectKeyFromObject(og), og); readErr != nil {
+			return true, ""
 		}
 		answered = og.Status.LastUpdated != nil && len(og.Status.Namespaces) > 0
-		return answered, nil
-	})
+		return answered, "no status yet"
+	}, intervals.Within(probeWindow), intervals.Every(100*time.Millisecond))
 	if answered {
 		return true, nil
 	}
-	if err != nil && ctx.Err() == nil && !wait.Interrupted(err) {
-		return false, err
+	if readErr != nil && ctx.Err() == nil {
+		return false, readErr
 	}
 	return false, nil
 }
 
-// WaitReconciling polls Reconciling until it is true or timeout passes.
+// WaitReconciling polls Reconciling until it is true or timeout passes (≤ 0: the olm-ready interval).
 func WaitReconciling(ctx context.Context, c client.Client, timeout time.Duration) error {
+	timeout = intervals.Or(timeout, intervals.OLMReady)
+	// Reconciling's reads end with the wait too, not a probe window later.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var lastErr error
-	for {
+	err := intervals.Wait(ctx, intervals.OLMReady, func() (bool, string) {
 		ok, err := Reconciling(ctx, c)
-		if ok {
-			return nil
+		if err != nil {
+			return ok, err.Error()
 		}
-		lastErr = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("OLM did not reconcile the probe OperatorGroup %s/probe within %s (last error: %v)", ProbeNamespace, timeout, lastErr)
-		default: // each Reconciling call already waited up to probeWindow
-		}
+		return ok, fmt.Sprintf("no status on a new probe OperatorGroup within %s", probeWindow)
+	}, intervals.Within(timeout), intervals.Every(time.Millisecond)) // each Reconciling call already waited up to probeWindow
+	if err != nil {
+		return fmt.Errorf("OLM did not reconcile the probe OperatorGroup in %s: %w", ProbeNamespace, err)
 	}
+	return nil
 }

@@ -9,8 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // InClusterOperator is the olm-operator Deployment of OLM's upstream manifests (InstallUpstream).
@@ -27,15 +28,15 @@ func StopInCluster(ctx context.Context, c client.Client, timeout time.Duration) 
 		return err
 	}
 	sel := client.MatchingLabels(dep.Spec.Selector.MatchLabels)
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
 		pods := &corev1.PodList{}
 		if err := c.List(ctx, pods, client.InNamespace(InClusterOperator.Namespace), sel); err != nil {
-			return false, err
+			return false, err.Error()
 		}
-		return len(pods.Items) == 0, nil
-	})
+		return len(pods.Items) == 0, fmt.Sprintf("%d pod(s) left", len(pods.Items))
+	}, intervals.Within(timeout))
 	if err != nil {
-		return fmt.Errorf("olm-operator pods in %s still running %s after scaling %s to 0: %w", InClusterOperator.Namespace, timeout, InClusterOperator, err)
+		return fmt.Errorf("olm-operator pods in %s still running after scaling %s to 0: %w", InClusterOperator.Namespace, InClusterOperator, err)
 	}
 	return nil
 }

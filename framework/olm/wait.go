@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // WaitForCSVPhase waits until the CSV reaches phase. On timeout the error names the CSV, its phase,
@@ -30,7 +30,7 @@ func waitForCSVPhase(ctx context.Context, c client.Client, logs PodLogs, key typ
 	phase operatorsv1alpha1.ClusterServiceVersionPhase, timeout time.Duration) (*operatorsv1alpha1.ClusterServiceVersion, error) {
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
 	polls, crashing := 0, ""
-	err := poll(ctx, timeout, func() (bool, string) {
+	err := intervals.Wait(ctx, intervals.CSVSucceeded, func() (bool, string) {
 		if err := c.Get(ctx, key, csv); err != nil {
 			return false, fmt.Sprintf("CSV %s: %v", key, err)
 		}
@@ -43,7 +43,7 @@ func waitForCSVPhase(ctx context.Context, c client.Client, logs PodLogs, key typ
 			}
 		}
 		return false, fmt.Sprintf("CSV %s wants phase %s: %s", key, phase, DescribeCSV(csv))
-	}, explainOperator(c, logs, csv))
+	}, explainOperator(c, logs, csv), intervals.Within(timeout))
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +63,8 @@ func crashLoopError(key types.NamespacedName, phase operatorsv1alpha1.ClusterSer
 
 // explainOperator says how the operator of csv (the last one read) is doing, once a wait has failed;
 // nothing when the CSV was never read.
-func explainOperator(c client.Client, logs PodLogs, csv *operatorsv1alpha1.ClusterServiceVersion) kube.PollOption {
-	return kube.Explain(func(ctx context.Context) string {
+func explainOperator(c client.Client, logs PodLogs, csv *operatorsv1alpha1.ClusterServiceVersion) intervals.WaitOption {
+	return intervals.Explain(func(ctx context.Context) string {
 		if csv.Name == "" {
 			return ""
 		}
@@ -74,7 +74,7 @@ func explainOperator(c client.Client, logs PodLogs, csv *operatorsv1alpha1.Clust
 
 // WaitForCSVGone waits until the CSV no longer exists.
 func WaitForCSVGone(ctx context.Context, c client.Client, key types.NamespacedName, timeout time.Duration) error {
-	return poll(ctx, timeout, func() (bool, string) {
+	return intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
 		csv := &operatorsv1alpha1.ClusterServiceVersion{}
 		err := c.Get(ctx, key, csv)
 		if isGone(err) {
@@ -85,7 +85,7 @@ func WaitForCSVGone(ctx context.Context, c client.Client, key types.NamespacedNa
 		}
 		return false, fmt.Sprintf("CSV %s still exists (finalizers %v, deletionTimestamp %v): %s",
 			key, csv.Finalizers, csv.DeletionTimestamp, DescribeCSV(csv))
-	})
+	}, intervals.Within(timeout))
 }
 
 // DescribeCSV summarises a CSV's state for failure messages.

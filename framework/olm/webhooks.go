@@ -12,6 +12,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // Webhook is one of a CSV's spec.webhookdefinitions as OLM installed it: the configuration that makes
@@ -149,7 +151,8 @@ func WaitWebhooksServing(ctx context.Context, c client.Client, logs PodLogs, csv
 	if len(csv.Spec.WebhookDefinitions) == 0 {
 		return nil
 	}
-	err := poll(ctx, timeout, func() (bool, string) { return WebhooksServing(ctx, c, csv) }, explainOperator(c, logs, csv))
+	err := intervals.Wait(ctx, intervals.WebhookServing, func() (bool, string) { return WebhooksServing(ctx, c, csv) },
+		intervals.Within(timeout), explainOperator(c, logs, csv))
 	if err != nil {
 		return fmt.Errorf("the webhooks of CSV %s/%s are not callable: %w. The API server calls a webhook through its Service, "+
 			"which routes only to a ready pod of the operator: its webhook server must listen on the Service's target port "+

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // Process is a running child process.
@@ -88,6 +90,11 @@ func (p *Process) Err() error {
 	}
 }
 
+// Grace is how long the framework gives a process it stops between SIGTERM and SIGKILL (a pod's
+// terminationGracePeriodSeconds, capped: a suite should not wait 30 s for an operator that hangs). Not
+// scaled (framework/intervals): it is what the process is promised, not a wait for something expected.
+const Grace = 10 * time.Second
+
 // Stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs it. Idempotent.
 func (p *Process) Stop(grace time.Duration) error {
 	select {
@@ -106,8 +113,9 @@ func (p *Process) Stop(grace time.Duration) error {
 	select {
 	case <-p.done:
 		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.cmd.Process.Pid)
+	case <-time.After(intervals.Get(intervals.Killed)):
+		return fmt.Errorf("%s (pid %d) did not exit within %s after SIGKILL: it is stuck in the kernel (uninterruptible I/O, "+
+			"a hung mount); look at /proc/%d/stack", p.Name, p.cmd.Process.Pid, intervals.Get(intervals.Killed), p.cmd.Process.Pid)
 	}
 }
 

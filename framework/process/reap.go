@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // A work directory is owned by the process whose pid is in its OwnerFile. Children started by the
@@ -125,8 +125,11 @@ func KillReferencing(s string) error {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { pids = alive(pids); return len(pids) == 0, nil })
+	// Every 100 ms: the check reads /proc only.
+	_ = intervals.Wait(context.Background(), intervals.Killed, func() (bool, string) {
+		pids = alive(pids)
+		return len(pids) == 0, ""
+	}, intervals.Every(100*time.Millisecond))
 	if len(pids) > 0 {
 		return fmt.Errorf("processes %v referencing %s survived SIGKILL", pids, s)
 	}

@@ -394,7 +394,7 @@ func (r *Installation) removeCSV(ctx context.Context, key types.NamespacedName) 
 	_ = r.c.Delete(ctx, csv, client.PropagationPolicy("Background"), &client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
 		client.Preconditions{UID: &csv.UID})
 	// A global operator left behind would copy its CSV into the next specs' namespaces.
-	_ = olm.WaitForCSVGone(ctx, r.c, client.ObjectKeyFromObject(csv), time.Minute)
+	_ = olm.WaitForCSVGone(ctx, r.c, client.ObjectKeyFromObject(csv), intervals.Get(intervals.Gone))
 }
 
 func joinNames(ns []string) string {

@@ -135,7 +135,7 @@ func (t *recordingT) Failed() bool {
 func (t *recordingT) cleanup() {
 	for i := len(t.undo) - 1; i >= 0; i-- {
 		func() {
-			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SpecCleanup))
 			defer cancel()
 			defer func() {
 				if r := recover(); r != nil {

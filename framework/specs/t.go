@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -60,7 +59,7 @@ func warnf(t T, format string, args ...any) {
 }
 
 // FromTesting makes t a T: assertions fail t (Gomega's NewWithT), cleanups run with t.Cleanup (each
-// with a fresh context of cleanupTimeout, since the test's own may have ended).
+// with a fresh context of the spec-cleanup interval, since the test's own may have ended).
 func FromTesting(t testing.TB) T { return testingT{t: t, g: polling(gomega.NewWithT(t))} }
 
 // polling is g whose Eventually and Consistently check every intervals.Poll instead of Gomega's 10 ms
@@ -86,9 +85,6 @@ func (p pollingGomega) ConsistentlyWithOffset(offset int, actualOrCtx any, args 
 	return p.Gomega.ConsistentlyWithOffset(offset+1, actualOrCtx, args...).WithPolling(intervals.Poll)
 }
 
-// cleanupTimeout bounds one cleanup of a TestingT.
-const cleanupTimeout = 5 * time.Minute
-
 type testingT struct {
 	t testing.TB
 	g gomega.Gomega
@@ -97,7 +93,7 @@ type testingT struct {
 func (t testingT) Gomega() gomega.Gomega { return t.g }
 func (t testingT) Cleanup(fn func(ctx context.Context)) {
 	t.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SpecCleanup))
 		defer cancel()
 		fn(ctx)
 	})

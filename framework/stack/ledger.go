@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // entry is an object the run created; Teardown deletes it only while its UID still matches.
@@ -99,7 +99,7 @@ func (l *ledger) remove(ctx context.Context, entries []entry) error {
 }
 
 func (l *ledger) waitGone(ctx context.Context, e entry) error {
-	return kube.Poll(ctx, l.timeout, func() (bool, string) {
+	return intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
 		u := e.object()
 		err := l.c.Get(ctx, client.ObjectKeyFromObject(u), u)
 		if apierrors.IsNotFound(err) || (err == nil && u.GetUID() != e.uid) {
@@ -110,7 +110,7 @@ func (l *ledger) waitGone(ctx context.Context, e entry) error {
 			did, err = finalizeAgainIfFailed(ctx, l.c, u, e.uid)
 		}
 		return false, fmt.Sprintf("%s is not gone yet (finalizers %v%s, error %v)%s", e, u.GetFinalizers(), deletionConditions(u), err, did)
-	})
+	}, intervals.Within(l.timeout))
 }
 
 // deletionConditions are the conditions by which the API server says why an object it deletes is not

@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,7 +57,7 @@ func StartEnvtest(e *crenvtest.Environment, opts ...StartOption) (*rest.Config, 
 		knob = fmt.Sprintf("intervals %s × %s=%g", intervals.ControlPlaneReady, envvar.WaitScale.Name, intervals.Scale())
 	}
 	if e.ControlPlaneStopTimeout == 0 {
-		e.ControlPlaneStopTimeout = 30 * time.Second
+		e.ControlPlaneStopTimeout = intervals.Get(intervals.Stopped)
 	}
 	if e.CRDInstallOptions.MaxTime == 0 {
 		e.CRDInstallOptions.MaxTime = intervals.Get(intervals.CRDUsable)
@@ -141,9 +140,14 @@ func defaultNamespace(cfg *rest.Config, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return c.Get(ctx, types.NamespacedName{Name: "default"}, &corev1.Namespace{}) == nil, nil
-	})
+	ctx := context.Background()
+	// Every 50 ms: a starting control plane is what every test of the package waits for.
+	return intervals.Wait(ctx, intervals.ControlPlaneReady, func() (bool, string) {
+		if err := c.Get(ctx, types.NamespacedName{Name: "default"}, &corev1.Namespace{}); err != nil {
+			return false, "get namespace default: " + err.Error()
+		}
+		return true, ""
+	}, intervals.Within(timeout), intervals.Every(50*time.Millisecond))
 }
 
 // ErrOutOfTime marks a start that failed after using all of its timeout (errors.Is): trying again

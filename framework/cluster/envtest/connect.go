@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // Connect attaches to an envtest cluster that another process of the same run started with New (the
@@ -39,7 +40,7 @@ func Connect(kubeconfig string, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.Reachable))
 	defer cancel()
 	if err := reachable(ctx, c); err != nil {
 		return nil, fmt.Errorf("connect to envtest cluster of %s: %w", kubeconfig, err)

@@ -252,7 +252,7 @@ func (p *Provider) StopOLM(_ context.Context) error {
 	if p.olm == nil {
 		return errors.New("olm-operator is not running (provider started WithoutOLM, or already stopped)")
 	}
-	err := p.olm.Stop(10 * time.Second)
+	err := p.olm.Stop(process.Grace)
 	p.olm = nil
 	return err
 }
@@ -340,7 +340,7 @@ func (p *Provider) Stop(ctx context.Context) error {
 		}
 		for _, proc := range []*process.Process{p.olm, p.kcm} {
 			if proc != nil {
-				errs = append(errs, proc.Stop(10*time.Second))
+				errs = append(errs, proc.Stop(process.Grace))
 			}
 		}
 		if p.env != nil {

@@ -11,11 +11,12 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/distribution/reference"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // LoadImages copies images from the host's Docker into every node's containerd (`docker save` streamed
@@ -155,7 +156,7 @@ func streamSave(ctx context.Context, images []string, load func(io.Reader) error
 }
 
 func dockerOutput(ctx context.Context, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, intervals.Get(intervals.DockerCommand))
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "docker", args...)

@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // LocalImagesPolicy is the MutatingAdmissionPolicy (and binding) EnsureLocalImages creates.
@@ -95,18 +95,16 @@ func (p *Provider) EnsureLocalImages(ctx context.Context, prefixes ...string) er
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: prefixes[0] + "probe:v0",
 			ImagePullPolicy: corev1.PullAlways}}},
 	}
-	last := "not tried"
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = intervals.Wait(ctx, intervals.AdmissionPolicy, func() (bool, string) {
 		out, err := cs.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
-			last = err.Error()
-			return false, nil
+			return false, err.Error()
 		}
-		last = "imagePullPolicy " + string(out.Spec.Containers[0].ImagePullPolicy)
-		return out.Spec.Containers[0].ImagePullPolicy == corev1.PullIfNotPresent, nil
+		got := out.Spec.Containers[0].ImagePullPolicy
+		return got == corev1.PullIfNotPresent, "a dry-run pod still gets imagePullPolicy " + string(got)
 	})
 	if err != nil {
-		return fmt.Errorf("MutatingAdmissionPolicy %s does not take effect on a dry-run pod: %s", LocalImagesPolicy, last)
+		return fmt.Errorf("MutatingAdmissionPolicy %s does not take effect on a dry-run pod: %w", LocalImagesPolicy, err)
 	}
 	return nil
 }

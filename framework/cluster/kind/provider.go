@@ -25,6 +25,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
@@ -148,7 +149,7 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	}
 	load := make(chan error, 1)
 	go func() { load <- p.LoadImages(ctx, o.images...) }() // WithImages: beside the wait
-	waited := p.step("wait for the cluster to be usable", func() error { return p.waitUsable(ctx, o.readyTimeout) })
+	waited := p.step("wait for the cluster to be usable", func() error { return p.waitUsable(ctx, intervals.ClusterReady, o.readyTimeout) })
 	if err := errors.Join(waited, <-load); err != nil {
 		return nil, err
 	}
@@ -273,9 +274,7 @@ func (p *Provider) unhealthy(ctx context.Context) string {
 	if err := p.loadConfig(); err != nil {
 		return err.Error()
 	}
-	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := p.waitUsable(hctx, 30*time.Second); err != nil {
+	if err := p.waitUsable(ctx, intervals.Reachable, 0); err != nil {
 		return err.Error()
 	}
 	return ""

@@ -2,6 +2,7 @@ package kind
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,13 +14,14 @@ import (
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 func TestKubeletPatchParses(t *testing.T) {
@@ -187,23 +189,21 @@ func runPod(ctx context.Context, t *testing.T, p *Provider, img string) {
 		},
 	}
 	_ = cs.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+	_ = intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
 		_, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		return err != nil, nil
+		return err != nil, "pod smoke of an earlier run still there"
 	})
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := intervals.Wait(ctx, intervals.DeploymentAvailable, func() (bool, string) {
 		got, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, err.Error()
 		}
-		last = got
-		return got.Status.Phase == corev1.PodRunning, nil
-	})
+		return got.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod status %+v", got.Status)
+	}, intervals.Every(time.Second))
 	if err != nil {
-		t.Fatalf("pod never ran: %+v", last.Status)
+		t.Fatalf("pod never ran: %v", err)
 	}
 }

@@ -7,31 +7,33 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
-// waitUsable waits until the API server answers, every node is Ready, CoreDNS and kube-proxy are fully
-// available and the default ServiceAccount exists (pods cannot be created before). On timeout it says what was missing.
-func (p *Provider) waitUsable(ctx context.Context, timeout time.Duration) error {
+// waitUsable waits (the named wait, or within timeout when > 0) until the API server answers, every
+// node is Ready, CoreDNS and kube-proxy are fully available and the default ServiceAccount exists (pods
+// cannot be created before). On timeout it says what was missing.
+func (p *Provider) waitUsable(ctx context.Context, n intervals.Name, timeout time.Duration) error {
 	cs, err := kubernetes.NewForConfig(p.cfg)
 	if err != nil {
 		return err
 	}
-	last := "not checked yet"
-	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		last = usable(ctx, cs)
-		return last == "", nil
-	})
+	// Once a second: each check is a round of requests, and a node takes seconds to get Ready.
+	err = intervals.Wait(ctx, n, func() (bool, string) {
+		missing := usable(ctx, cs)
+		return missing == "", missing
+	}, intervals.Within(timeout), intervals.Every(time.Second))
 	if err != nil {
-		return fmt.Errorf("cluster %s not usable within %s: %s", p.opts.name, timeout, last)
+		return fmt.Errorf("cluster %s not usable: %w", p.opts.name, err)
 	}
 	return nil
 }
 
 // usable returns "" when the cluster is usable, else what is missing.
 func usable(ctx context.Context, cs kubernetes.Interface) string {
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, intervals.Get(intervals.Request))
 	defer cancel()
 	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx); err != nil {
 		return fmt.Sprintf("API server not ready: %v", err)
