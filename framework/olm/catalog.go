@@ -243,8 +243,8 @@ func ownedCRDNames(csv *operatorsv1alpha1.ClusterServiceVersion) []string {
 
 // ApproveInstallPlan approves the InstallPlan of sub that installs csvName and waits until it is
 // Complete. It follows the Subscription's current InstallPlan (status.installPlanRef): OLM may write
-// several plans for one upgrade within a second (measured here: generations 2 and 3), and only the one
-// the Subscription points at is executed, so approving the first one found can wait forever.
+// several plans for one upgrade within a second (one per resolution it reruns), and only the one the
+// Subscription points at is executed, so approving the first one found can wait forever.
 func ApproveInstallPlan(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Subscription, csvName string, timeout time.Duration) (*operatorsv1alpha1.InstallPlan, error) {
 	var ip *operatorsv1alpha1.InstallPlan
 	err := intervals.Wait(ctx, intervals.Subscribed, func() (bool, string) {

@@ -44,8 +44,8 @@ func testEnsureNamespacesWaitsOutATerminatingNamespace(ctx context.Context, t *t
 // The caller's deadline can end the wait in the middle of a request (a loaded API server answers
 // slowly), or client-go's rate limiter refuse a request whose turn would come after it: the error still
 // says what was seen before — the namespace terminating and its finalizer — not the cut request's
-// "context deadline exceeded" or "would exceed context deadline" (make test failed so on 2026-11-26 and,
-// for the rate limiter, on 2026-11-27).
+// "context deadline exceeded" or "would exceed context deadline" (make test failed both ways under
+// load before the wait kept the earlier cause).
 func TestEnsureNamespacesSaysWhatHoldsTheNamespaceWhenTheDeadlineCutsARequest(t *testing.T) {
 	for _, cut := range []struct {
 		name string

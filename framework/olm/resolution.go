@@ -19,8 +19,8 @@ import (
 // source_csvs.go lists every CSV that is not copied) and "is not referenced by a subscription", so the
 // resolution fails with ConstraintsNotSatisfiable. syncResolvingNamespace
 // (pkg/controller/operators/catalog/operator.go) treats that error as terminal and does not requeue:
-// the next upgrade waits for an unrelated event (measured on kind: 1 in 5 chained upgrades stuck for
-// the whole 4-minute wait). An administrator would touch the Subscription; so do the waits here, but
+// the next upgrade waits for an unrelated event, which may never come within the wait (chained
+// upgrades on kind got stuck so). An administrator would touch the Subscription; so do the waits here, but
 // only when every CSV the failure names as unreferenced is gone, so a real conflict still fails.
 
 // ResolveNudgeAnnotation is set on a Subscription (to the time) to make OLM resolve its namespace again.

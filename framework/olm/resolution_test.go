@@ -17,7 +17,7 @@ import (
 )
 
 // The failure OLM gives when it resolved right after an upgrade, with the replaced CSV still in its
-// snapshot (measured on kind; OLM does not retry it).
+// snapshot, as OLM v0.46.0 words it on kind (it does not retry it).
 const staleMessage = "constraints not satisfiable: @existing/ns//widget-operator.v0.1.0, @existing/ns//widget-operator.v0.2.0 and " +
 	"fixtures/ns/alpha/widget-operator.v0.3.0 originate from package widget-operator, clusterserviceversion widget-operator.v0.1.0 " +
 	"exists and is not referenced by a subscription, subscription widget-operator exists"

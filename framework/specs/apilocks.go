@@ -80,7 +80,7 @@ func usedAPIs(in OperandCleanupSpecInput) ([]string, error) {
 // Environment.APIs.LockAPIs, so that no AllNamespaces cleanup deletes its objects meanwhile. Required
 // kinds count: an operator makes objects of the kinds it requires (gizmo-operator a Widget per Gizmo),
 // and an AllNamespaces cleanup of the operator owning them deletes them too (a flake hunt caught
-// e2e/cleanup's gizmo spec losing its Widgets so, 2026-11-26).
+// e2e/cleanup's gizmo spec losing its Widgets so).
 func APIsOf(bundleDirs ...string) ([]string, error) {
 	var apis []string
 	for _, dir := range bundleDirs {

@@ -54,8 +54,9 @@ func SupportedInstallModes(bundleDir string) ([]operatorsv1alpha1.InstallModeTyp
 //
 // It also runs first in its suite (SpecPriority): its exclusive hold waits for every spec holding those
 // APIs, and queues their next ones behind it, so it costs least before the other runs' specs hold
-// them. Drawn anywhere in a random order, e2e/cleanup's widget-operator AllNamespaces cases waited
-// 51 and 58 s on kind (2026-11-26), both Ginkgo processes idle, for e2e/kind's catalog spec.
+// them. Drawn anywhere in a random order, an AllNamespaces case can wait most of a minute on kind,
+// with every Ginkgo process idle, for a long spec of another run (e2e/kind's catalog spec) that holds
+// the same APIs.
 func ModeDecorators(mode operatorsv1alpha1.InstallModeType, args ...any) []any {
 	out := append(append([]any{}, args...), Label(string(mode)))
 	if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {

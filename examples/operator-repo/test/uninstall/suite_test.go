@@ -21,8 +21,8 @@ func TestUninstall(t *testing.T) {
 	suite.RunSpecs(t, "widget-operator uninstall")
 }
 
-// On envtest each Ginkgo process gets a cluster of its own; on a shared one (kind, existing) process 1
-// ensures the stack and the others use it.
+// The Ginkgo processes of `ginkgo -p` share one cluster on every provider, envtest included: process 1
+// starts it (or connects to it) and ensures the stack, the others connect to it.
 var clusterUnderTest = suite.Environment(operator.Cluster("widget-uninstall"))
 
 var _ = specs.OperandCleanupSpec(context.Background(), operator.Uninstall(clusterUnderTest))
