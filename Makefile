@@ -5,7 +5,7 @@ ARTIFACTS ?= $(CURDIR)/_artifacts
 PROVIDER ?=
 export ARTIFACTS PROVIDER
 
-.PHONY: all tools test test-kind e2e unit bench lint generate verify clean help flake-hunt
+.PHONY: all tools test test-kind e2e unit bench lint clean help flake-hunt
 
 all: test
 
