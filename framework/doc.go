@@ -6,12 +6,12 @@
 // # Where to start
 //
 //   - A Ginkgo suite: framework/suite (RunSpecs, Environment) with framework/specs
-//     (OperandCleanupSpec: the documented operand-cleanup cases for your operator). The example of
+//     (DescribeOperandCleanup: the documented operand-cleanup cases for your operator). The example of
 //     package suite is a whole uninstall suite.
 //   - A sigs.k8s.io/e2e-framework suite: framework/e2eframework (New, Setup, Finish,
 //     MustOperandCleanupFeatures): the same cluster and the same cases as features.
 //   - A release payload that removes a component with the CVO's delete annotation:
-//     framework/deleteannotation (Spec).
+//     framework/deleteannotation (DescribeRemoval).
 //
 // The walkthrough is docs/use-from-your-operator-repo.md; working consumers are
 // examples/operator-repo and examples/memcached-operator.

@@ -101,5 +101,5 @@ var _ = Describe("Leftovers declared expected", Label("leftovers"), func() {
 			}
 		}
 	})
-	specs.CleanupEnabledSpec(context.Background(), leakDeclared)
+	specs.DescribeCleanupEnabled(leakDeclared)
 })

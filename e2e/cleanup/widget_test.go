@@ -1,8 +1,6 @@
 package cleanup
 
 import (
-	"context"
-
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -16,7 +14,7 @@ import (
 // (operands in other namespaces untouched), pending listing and its cap, abort, upgrade v0.1.0 →
 // v0.2.0 → v0.3.0. widget-operator's finalizer needs its cluster permissions (records live outside
 // the target namespaces), so every enabled case also proves the RBAC is kept through cleanup.
-var _ = specs.OperandCleanupSpec(context.Background(), widgetOperator)
+var _ = specs.DescribeOperandCleanup(widgetOperator)
 
 // widgetOperator describes widget-operator to the spec library; the fixture-specific specs reuse it.
 var widgetOperator = specs.OperandCleanupSpecInput{

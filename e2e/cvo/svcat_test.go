@@ -1,8 +1,6 @@
 package cvo
 
 import (
-	"context"
-
 	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
 	pt "github.com/cleanup-e2e/cleanup-e2e/pkg/payload/payloadtest"
 )
@@ -11,7 +9,7 @@ import (
 // removes the component (namespace really gone, the applier's ClusterOperator Upgradeable=False
 // while deletes are pending, then True), a first install of the removal release creates nothing, and
 // updating a cluster that never had the component only warns.
-var _ = deleteannotation.Spec(context.Background(), deleteannotation.SpecInput{
+var _ = deleteannotation.DescribeRemoval(deleteannotation.SpecInput{
 	Environment: clusterUnderTest,
 	Name:        "svcat",
 	Labels:      []string{"cvo"},

@@ -1,4 +1,4 @@
-// Package deleteannotation is the spec library of the CVO side: Spec declares what removing a
+// Package deleteannotation is the spec library of the CVO side: DescribeRemoval declares what removing a
 // component with release.openshift.io/delete: "true" must do (updating removes exactly the marked
 // objects, a first install never creates them, a cluster that never had them only warns), and Env
 // gives one spec its own payload applier, namespace and ClusterOperator, with helpers to build

@@ -1,7 +1,6 @@
 package deleteannotation_test
 
 import (
-	"context"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,10 +14,10 @@ import (
 )
 
 // A Ginkgo suite proving that a release removes a component with release.openshift.io/delete: "true".
-// Spec runs its own payload applier per spec, so the cluster needs only the ClusterOperator CRD. The
+// DescribeRemoval runs its own payload applier per spec, so the cluster needs only the ClusterOperator CRD. The
 // three parts are package-level declarations of a _test.go file; here they are in a function so that
 // the example compiles without registering a suite.
-func ExampleSpec() {
+func ExampleDescribeRemoval() {
 	// func TestRemoval(t *testing.T) { suite.RunSpecs(t, "my-component removal") }
 	testRemoval := func(t *testing.T) { suite.RunSpecs(t, "my-component removal") }
 
@@ -28,7 +27,7 @@ func ExampleSpec() {
 		Schemes: []func(*runtime.Scheme) error{configv1.AddToScheme},
 	})
 
-	_ = deleteannotation.Spec(context.Background(), deleteannotation.SpecInput{
+	_ = deleteannotation.DescribeRemoval(deleteannotation.SpecInput{
 		Environment: clusterUnderTest,
 		Name:        "my-component",
 		// Release 1.0.0 ships the component; 1.1.0 keeps its manifests with the delete annotation

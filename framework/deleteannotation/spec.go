@@ -39,12 +39,13 @@ type SpecInput struct {
 	Timeout time.Duration
 }
 
-// Spec declares the documented behaviour of removing a component with the delete
+// DescribeRemoval declares the documented behaviour of removing a component with the delete
 // annotation: updating removes exactly the marked objects (and what they contain) without waiting,
 // Upgradeable=False/ResourceDeletionInProgress naming them until every delete is verified; a first
 // install of the removal release never creates them; updating a cluster that never had them only
-// warns. Every spec makes its own names, so they run in parallel and in random order.
-func Spec(_ context.Context, in SpecInput) bool {
+// warns. Every spec makes its own names, so they run in parallel and in random order. Use it at the
+// top level of a suite: var _ = deleteannotation.DescribeRemoval(deleteannotation.SpecInput{...})
+func DescribeRemoval(in SpecInput) bool {
 	if in.Environment == nil || in.Name == "" || in.Payloads == nil {
 		panic("SpecInput needs Environment, Name and Payloads")
 	}
@@ -150,6 +151,11 @@ func Spec(_ context.Context, in SpecInput) bool {
 		})
 	})
 }
+
+// Spec is DescribeRemoval; ctx was never used (the specs get theirs from Ginkgo).
+//
+// Deprecated: use DescribeRemoval(in).
+func Spec(_ context.Context, in SpecInput) bool { return DescribeRemoval(in) }
 
 // expectOnlyNotFound: every marked object was found absent (never created, no Delete issued), each
 // with the CVO's not-found warning and nothing else to warn about; no delete is left in progress.

@@ -92,7 +92,7 @@ func (c *Cluster) Alone(ctx context.Context, why string) (done func(), err error
 }
 
 // OperandCleanupFeatures are the documented operand-cleanup cases for the operator in describes (the
-// cases of specs.OperandCleanupSpec), one feature each, labelled like the Ginkgo specs
+// cases of specs.DescribeOperandCleanup), one feature each, labelled like the Ginkgo specs
 // ("operand-cleanup", the operator's name, each case's labels, its install mode). in.Environment
 // defaults to this cluster. env.TestInParallel may run them side by side: a case in AllNamespaces
 // mode, whose cleanup is cluster-wide, holds its operator's APIs exclusively (cluster.APILocker).

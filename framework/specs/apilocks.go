@@ -34,7 +34,7 @@ func (r *Installation) lockAPIs(ctx context.Context, mode operatorsv1alpha1.Inst
 	r.t.Cleanup(func(context.Context) { done() })
 }
 
-// HoldAPIsOf holds the APIs of these bundles' CSVs (APIsOf) shared on locker — timed as the api-locks
+// HoldAPIsOf holds the APIs of these bundles' CSVs (apisOf) shared on locker — timed as the api-locks
 // phase of the spec named why — and returns their release: for a spec of your own that runs an operator
 // or makes objects of its kinds without an Installation (from a catalog, in a payload), so that no
 // AllNamespaces cleanup of another spec deletes them meanwhile. Take it before the objects exist and
@@ -43,7 +43,7 @@ func HoldAPIsOf(ctx context.Context, locker cluster.APILocker, why string, bundl
 	if locker == nil {
 		return func() {}, nil
 	}
-	apis, err := APIsOf(bundleDirs...)
+	apis, err := apisOf(bundleDirs...)
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +56,13 @@ func HoldAPIsOf(ctx context.Context, locker cluster.APILocker, why string, bundl
 	return release, nil
 }
 
-// usedAPIs are the kinds (kind.group, lower case) the CSVs of in own or require (APIsOf) and the
+// usedAPIs are the kinds (kind.group, lower case) the CSVs of in own or require (apisOf) and the
 // kinds of its samples: what an AllNamespaces cleanup of this operator deletes, and what another's
 // could delete of this spec's. Held exclusively in AllNamespaces mode, required kinds included: more
 // than the cleanup needs, but one LockAPIs call per spec is what keeps two specs from waiting for each
 // other. Built-in kinds of the core group are left out: no CSV owns them.
 func usedAPIs(in OperandCleanupSpecInput) ([]string, error) {
-	apis, err := APIsOf(append([]string{in.BundleDir}, in.UpgradeBundleDirs...)...)
+	apis, err := apisOf(append([]string{in.BundleDir}, in.UpgradeBundleDirs...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +75,13 @@ func usedAPIs(in OperandCleanupSpecInput) ([]string, error) {
 	return slices.Compact(apis), nil
 }
 
-// APIsOf are the kinds (kind.group, lower case) the CSVs of these bundles own or require, sorted: the
+// apisOf are the kinds (kind.group, lower case) the CSVs of these bundles own or require, sorted: the
 // APIs a spec that installs the operator without an Installation (from a catalog, say) holds with
 // Environment.APIs.LockAPIs, so that no AllNamespaces cleanup deletes its objects meanwhile. Required
 // kinds count: an operator makes objects of the kinds it requires (gizmo-operator a Widget per Gizmo),
 // and an AllNamespaces cleanup of the operator owning them deletes them too (a flake hunt caught
 // e2e/cleanup's gizmo spec losing its Widgets so).
-func APIsOf(bundleDirs ...string) ([]string, error) {
+func apisOf(bundleDirs ...string) ([]string, error) {
 	var apis []string
 	for _, dir := range bundleDirs {
 		b, err := bundles.Load(dir)

@@ -83,7 +83,7 @@ func TestAnInstallationHoldsItsAPIsForTheWholeSpec(t *testing.T) {
 			},
 			Samples: func(string) []*unstructured.Unstructured { return nil }}
 		spec := Case{Name: "locks", Run: func(ctx context.Context, tt T) { NewInstallationFor(ctx, tt, in, mode) }}
-		if failure := FailureOf(context.Background(), spec, t.Logf); failure != "" {
+		if failure := failureMessage(context.Background(), spec, t.Logf); failure != "" {
 			t.Fatal(failure)
 		}
 		want := []string{fmt.Sprintf("lock [widget.fixtures.cleanup-e2e.io widgetclass.fixtures.cleanup-e2e.io] exclusive=%v",

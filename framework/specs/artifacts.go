@@ -7,10 +7,10 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
-// CollectOnFailure dumps the involved namespaces, OLM's cluster RBAC and every log of the provider
+// collectOnFailure dumps the involved namespaces, OLM's cluster RBAC and every log of the provider
 // under $ARTIFACTS (or _artifacts/) when the test t has failed. Register it with t.Cleanup after the
 // cleanups that undo the test's state: it runs before them, so the artifacts show the failed state.
-func CollectOnFailure(ctx context.Context, t T, env func() cluster.Environment, namespaces ...string) {
+func collectOnFailure(ctx context.Context, t T, env func() cluster.Environment, namespaces ...string) {
 	if !t.Failed() {
 		return
 	}

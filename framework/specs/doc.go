@@ -1,5 +1,5 @@
 // Package specs is the spec library operator repos import, in the style of Cluster API's test
-// framework: OperandCleanupSpec(ctx, OperandCleanupSpecInput{...}) declares a Ginkgo container whose
+// framework: DescribeOperandCleanup(OperandCleanupSpecInput{...}) declares a Ginkgo container whose
 // specs run the documented cases against the operator the input describes; the input's Environment
 // func hands the specs their cluster when they run (the suite connects it after the tree is built).
 // Installation is the same steps one at a time, for cases of your own.

@@ -113,7 +113,7 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 	// operator's runs among them, collected before the CSV above is removed.
 	r.t.Cleanup(func(ctx context.Context) {
 		if r.csv == nil {
-			CollectOnFailure(ctx, r.t, r.in.Environment, r.all...)
+			collectOnFailure(ctx, r.t, r.in.Environment, r.all...)
 		}
 	})
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
@@ -123,7 +123,7 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 	r.csvUIDs = append(r.csvUIDs, csv.UID)
 	r.t.Cleanup(r.forceUninstall)
 	// Registered after forceUninstall, so it runs before it: artifacts show the state that failed.
-	r.t.Cleanup(func(ctx context.Context) { CollectOnFailure(ctx, r.t, r.in.Environment, r.all...) })
+	r.t.Cleanup(func(ctx context.Context) { collectOnFailure(ctx, r.t, r.in.Environment, r.all...) })
 	optedIn := cleanup != nil && *cleanup
 	r.waitCleanupFinalizer(ctx, optedIn)
 	endInstall()

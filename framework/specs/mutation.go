@@ -15,13 +15,13 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
-// FailureOf runs c in a test of its own and returns why it failed ("" when it passed), after running
+// failureMessage runs c in a test of its own and returns why it failed ("" when it passed), after running
 // the case's cleanups. It is for mutation checks: run the cases against an operator with a defect on
 // purpose (one that never reconciles, never finalizes, leaks an object, keeps its finalizer) and
 // require a failure naming the defect. A suite whose cases pass against such an operator does not
 // check what it claims to. logf receives the case's steps and logs. CheckMutants also checks which
 // wait caught the defect.
-func FailureOf(ctx context.Context, c Case, logf func(format string, args ...any)) string {
+func failureMessage(ctx context.Context, c Case, logf func(format string, args ...any)) string {
 	return failureOf(ctx, c, &recordingT{logf: logf, name: c.Name}).failure
 }
 

@@ -17,14 +17,18 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
 
-// OperandCleanupSpec declares the documented operand-cleanup cases for one operator (Cases) as a
+// DescribeOperandCleanup declares the documented operand-cleanup cases for one operator (Cases) as a
 // Ginkgo container: cleanup unset, disabled (also after an opt-in), enabled in each install mode
 // (operands outside the targets untouched, and nothing else left behind: see ExpectNoLeftovers), the
 // pending-deletion listing (also past its cap), abort, and — with upgrade bundles — upgrades that never
 // clean up. Every spec makes its own namespaces, so they run in parallel and in random order; a spec
 // in AllNamespaces mode, whose cleanup reaches every namespace, holds its operator's APIs exclusively
-// meanwhile (ModeDecorators, cluster.LabelAPIScoped).
-func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
+// meanwhile (ModeDecorators, cluster.LabelAPIScoped). Use it at the top level of a suite:
+//
+//	var _ = specs.DescribeOperandCleanup(specs.OperandCleanupSpecInput{...})
+//
+// A bad input panics while the spec tree is built, naming the field.
+func DescribeOperandCleanup(in OperandCleanupSpecInput) bool {
 	cases, err := Cases(in)
 	if err != nil {
 		panic(err)
@@ -32,16 +36,30 @@ func OperandCleanupSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
 	return Describe(fmt.Sprintf("Operand cleanup of %s", in.Name), Label("operand-cleanup", in.Name), func() { its(cases) })
 }
 
-// CleanupEnabledSpec declares only the cleanup-enabled cases of OperandCleanupSpec (one spec per
-// install mode, each with the leftovers check unless in.SkipLeftoversCheck): for an operator repo that
-// wants the core guarantee without the whole matrix, or a second input (e.g. an operand variant).
-func CleanupEnabledSpec(ctx context.Context, in OperandCleanupSpecInput) bool {
+// OperandCleanupSpec is DescribeOperandCleanup; ctx was never used (the specs get theirs from Ginkgo).
+//
+// Deprecated: use DescribeOperandCleanup(in).
+func OperandCleanupSpec(_ context.Context, in OperandCleanupSpecInput) bool {
+	return DescribeOperandCleanup(in)
+}
+
+// DescribeCleanupEnabled declares only the cleanup-enabled cases of DescribeOperandCleanup (one spec
+// per install mode, each with the leftovers check unless in.SkipLeftoversCheck): for an operator repo
+// that wants the core guarantee without the whole matrix, or a second input (e.g. an operand variant).
+func DescribeCleanupEnabled(in OperandCleanupSpecInput) bool {
 	if err := in.defaults(); err != nil {
 		panic(err)
 	}
 	return Describe(fmt.Sprintf("Cleanup-enabled uninstall of %s", in.Name), Label("operand-cleanup", in.Name), func() {
 		its(timed(enabledCases(in)))
 	})
+}
+
+// CleanupEnabledSpec is DescribeCleanupEnabled; ctx was never used.
+//
+// Deprecated: use DescribeCleanupEnabled(in).
+func CleanupEnabledSpec(_ context.Context, in OperandCleanupSpecInput) bool {
+	return DescribeCleanupEnabled(in)
 }
 
 // its declares one Ginkgo spec per case.
@@ -65,7 +83,7 @@ type Case struct {
 	Run func(ctx context.Context, t T)
 }
 
-// Cases are the cases of OperandCleanupSpec for in (defaults applied; the error names the field).
+// Cases are the cases of DescribeOperandCleanup for in (defaults applied; the error names the field).
 func Cases(in OperandCleanupSpecInput) ([]Case, error) {
 	if err := in.defaults(); err != nil {
 		return nil, err

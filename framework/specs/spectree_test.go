@@ -1,7 +1,6 @@
 package specs_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -19,9 +18,9 @@ import (
 // The spec trees the library declares, previewed (never run) by TestSpecTree: the Cluster is never
 // asked for.
 var (
-	_ = specs.OperandCleanupSpec(context.Background(), previewInput("global-only", allNamespacesOnlyBundle, allNamespacesOnlyBundle))
-	_ = specs.OperandCleanupSpec(context.Background(), previewInput("every-mode", bundles.Dir("widget-operator", "v0.1.0")))
-	_ = specs.CleanupEnabledSpec(context.Background(), previewInput("enabled-only", allNamespacesOnlyBundle))
+	_ = specs.DescribeOperandCleanup(previewInput("global-only", allNamespacesOnlyBundle, allNamespacesOnlyBundle))
+	_ = specs.DescribeOperandCleanup(previewInput("every-mode", bundles.Dir("widget-operator", "v0.1.0")))
+	_ = specs.DescribeCleanupEnabled(previewInput("enabled-only", allNamespacesOnlyBundle))
 )
 
 func previewInput(name, bundleDir string, upgrades ...string) specs.OperandCleanupSpecInput {

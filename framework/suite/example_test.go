@@ -1,7 +1,6 @@
 package suite_test
 
 import (
-	"context"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,14 +28,14 @@ func Example() {
 	clusterUnderTest := suite.Environment(testenv.Input{
 		Name:     "my-operator-uninstall",
 		Registry: localruntime.NewRegistry().RegisterBinary(image, localruntime.Binary{Package: "./cmd", Dir: "../.."}), // envtest: your main, as a child process
-		Images:   []string{image},           // kind: loaded from your Docker, never pulled
-		Stack:    stack.ForOperandCleanup(), // OLM and the operand-cleanup controller
+		Images:   []string{image},                                                                                       // kind: loaded from your Docker, never pulled
+		Stack:    stack.ForOperandCleanup(),                                                                             // OLM and the operand-cleanup controller
 		Schemes:  []func(*runtime.Scheme) error{ /* myv1.AddToScheme */ },
 	})
 
-	// var _ = specs.OperandCleanupSpec(...): the documented operand-cleanup cases, in every install
+	// var _ = specs.DescribeOperandCleanup(...): the documented operand-cleanup cases, in every install
 	// mode the bundle's CSV supports.
-	_ = specs.OperandCleanupSpec(context.Background(), specs.OperandCleanupSpecInput{
+	_ = specs.DescribeOperandCleanup(specs.OperandCleanupSpecInput{
 		Environment: clusterUnderTest,
 		Name:        "my-operator",
 		BundleDir:   "../../bundle",

@@ -19,12 +19,12 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
 
-// LocalImagePrefixes are the registries of the images scripts/images.sh builds: pods using them get
+// localImagePrefixes are the registries of the images scripts/images.sh builds: pods using them get
 // imagePullPolicy IfNotPresent on kind (kind.Provider.EnsureLocalImages), since nothing can be pulled.
-var LocalImagePrefixes = []string{"fixtures.local/", "cleanup-e2e.local/"}
+var localImagePrefixes = []string{"fixtures.local/", "cleanup-e2e.local/"}
 
-// ImagesList is the file scripts/images.sh writes: every image the kind tier loads, one a line.
-func ImagesList() string { return filepath.Join(toolchain.CacheDir(), "images.list") }
+// imagesList is the file scripts/images.sh writes: every image the kind tier loads, one a line.
+func imagesList() string { return filepath.Join(toolchain.CacheDir(), "images.list") }
 
 // KindClusterName is $CLEANUP_E2E_KIND_CLUSTER, default "cleanup-e2e".
 func KindClusterName() string {
@@ -35,7 +35,7 @@ func KindClusterName() string {
 }
 
 // SetUpKind creates or reuses the kind cluster KindClusterName(), loads the images scripts/images.sh
-// built (ImagesList) and the caller's own images, makes them never pulled (EnsureLocalImages), and installs OLM from its upstream
+// built (imagesList) and the caller's own images, makes them never pulled (EnsureLocalImages), and installs OLM from its upstream
 // manifests (every suite shares the cluster, and the stack of any of them may require OLM). Processes of several suites
 // may call it at once: a file lock serialises them, and the later ones reuse the cluster (reuse and
 // the OLM install are idempotent). keep makes Stop leave the cluster (as CLEANUP_E2E_KEEP_CLUSTER=1 does).
@@ -64,7 +64,7 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool, own ...string) (
 		return nil, fmt.Errorf("%w (cluster %s left running for inspection; delete it with `docker rm -f -v %s-control-plane`)", err, name, name)
 	}
 	// One policy for every local image: the framework's prefixes and the caller's own images.
-	if err := p.EnsureLocalImages(ctx, append(append([]string{}, LocalImagePrefixes...), own...)...); err != nil {
+	if err := p.EnsureLocalImages(ctx, append(append([]string{}, localImagePrefixes...), own...)...); err != nil {
 		return fail(err)
 	}
 	c, err := kube.NewClient(p.RESTConfig(), kube.MustScheme())
@@ -81,7 +81,7 @@ func SetUpKind(ctx context.Context, log logr.Logger, keep bool, own ...string) (
 }
 
 func readImagesList() ([]string, error) {
-	f, err := os.Open(ImagesList())
+	f, err := os.Open(imagesList())
 	if err != nil {
 		return nil, fmt.Errorf("no image list (%w): build the images with scripts/images.sh (make e2e does)", err)
 	}

@@ -102,7 +102,7 @@ func Start(ctx context.Context, in Input) (*Env, error) {
 	}()
 	failed := func() bool { return err != nil }
 	done := budget.Start("setup "+in.Name, "provider-ready", failed)
-	p, err := NewProvider(ctx, in)
+	p, err := newProvider(ctx, in)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("start provider %s=%s: %w", envvar.Provider.Name, in.ProviderName(), err)
@@ -231,9 +231,9 @@ func Connected(p cluster.Provider, schemes ...func(*runtime.Scheme) error) (clus
 	return cluster.Environment{Provider: p, Client: c}, nil
 }
 
-// NewProvider starts the provider in.ProviderName() names. It only creates or connects to the
+// newProvider starts the provider in.ProviderName() names. It only creates or connects to the
 // cluster: what runs on it is the stack's (Start).
-func NewProvider(ctx context.Context, in Input) (cluster.Provider, error) {
+func newProvider(ctx context.Context, in Input) (cluster.Provider, error) {
 	switch name := in.ProviderName(); name {
 	case "envtest":
 		opts := []envtest.Option{envtest.WithName(in.Name), envtest.WithLogger(in.Log.WithName(in.Name)),
@@ -261,15 +261,15 @@ type Shared struct {
 	APILocks string `json:",omitempty"`
 }
 
-// SharedOf describes p for Connect.
-func SharedOf(p cluster.Provider) Shared {
+// sharedOf describes p for Connect.
+func sharedOf(p cluster.Provider) Shared {
 	return Shared{Kind: p.Kind(), Name: p.Name(), Kubeconfig: p.KubeconfigPath()}
 }
 
 // Share describes the run's cluster for Connect in another process of the run (a Ginkgo process),
 // with the API locks' path so that its specs take the same API locks (APILocker).
 func (e *Env) Share() Shared {
-	s := SharedOf(e.Provider)
+	s := sharedOf(e.Provider)
 	s.APILocks = e.apiLocks
 	return s
 }
@@ -283,7 +283,7 @@ func (s Shared) APILocker(log logr.Logger) cluster.APILocker {
 	return newAPILocker(s.APILocks, log)
 }
 
-// Connect attaches to a cluster another process started (s from SharedOf there): it installs nothing
+// Connect attaches to a cluster another process started (s from sharedOf there): it installs nothing
 // and stops nothing of the cluster's. On envtest, the processes of the cluster (control plane, OLM, the
 // local runtime running every operator) stay in the process that started it.
 func Connect(ctx context.Context, s Shared, log logr.Logger) (cluster.Provider, error) {

@@ -6,7 +6,6 @@
 package uninstall
 
 import (
-	"context"
 	"testing"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
@@ -25,4 +24,4 @@ func TestUninstall(t *testing.T) {
 // starts it (or connects to it) and ensures the stack, the others connect to it.
 var clusterUnderTest = suite.Environment(operator.Cluster("widget-uninstall"))
 
-var _ = specs.OperandCleanupSpec(context.Background(), operator.Uninstall(clusterUnderTest))
+var _ = specs.DescribeOperandCleanup(operator.Uninstall(clusterUnderTest))
