@@ -40,6 +40,22 @@ type Disposable interface {
 	DeletesClusterOnStop() bool
 }
 
+// ForeignObjects is a Provider that says whether its cluster may hold objects no run of this framework
+// created: a team's own cluster, handed over with KUBECONFIG, may; a cluster the framework created for
+// its runs does not. A spec asks it (MayHoldForeignObjects) before what would delete objects it did not
+// create, such as an AllNamespaces operand cleanup, which deletes every instance of the operator's kinds.
+type ForeignObjects interface {
+	MayHoldForeignObjects() bool
+}
+
+// MayHoldForeignObjects reports whether p's cluster may hold objects no run of this framework created.
+// A provider that does not say (not a ForeignObjects) may: the safe answer for a cluster the framework
+// knows nothing about.
+func MayHoldForeignObjects(p Provider) bool {
+	f, ok := p.(ForeignObjects)
+	return !ok || f.MayHoldForeignObjects()
+}
+
 // WebhookLimited is a Provider whose API server cannot call the admission or conversion webhooks the
 // operators it runs serve. WebhooksUnsupported says why, for the error that stops a spec up front
 // instead of letting every sample be rejected later.

@@ -12,20 +12,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
 
 // foreignListed is how many instances of each kind the check looks at: a few name the problem.
 const foreignListed = 20
 
-// refuseForeignOperands stops an AllNamespaces uninstall with operand cleanup on a cluster the run
-// did not create (PROVIDER=existing) while instances of the CSV's owned kinds exist that the spec did
+// refuseForeignOperands stops an AllNamespaces uninstall with operand cleanup on a cluster that may
+// hold objects no run created (cluster.MayHoldForeignObjects: the existing provider) while instances of the CSV's owned kinds exist that the spec did
 // not create: that cleanup deletes every instance of those kinds in the cluster, so on a team's own
 // cluster it would delete the team's custom resources. The spec fails naming them, and the CSV is
 // then removed with cleanup disabled (forceUninstall). The API lock the spec holds exclusively
 // (apilocks.go) keeps the framework's other specs from creating such instances meanwhile.
 func (r *Installation) refuseForeignOperands(ctx context.Context) {
-	if !r.Global() || r.in.Environment().Provider.Kind() != "existing" {
+	if !r.Global() || !cluster.MayHoldForeignObjects(r.in.Environment().Provider) {
 		return
 	}
 	csv, err := olm.GetCSV(ctx, r.c, r.csv.Namespace, r.csv.Name)

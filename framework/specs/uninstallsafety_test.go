@@ -33,6 +33,15 @@ func (kindOnly) KubeconfigPath() string                         { return "" }
 func (kindOnly) CollectArtifacts(context.Context, string) error { return nil }
 func (kindOnly) Stop(context.Context) error                     { return nil }
 
+// saysForeign is a Provider that says whether its cluster may hold objects no run created
+// (cluster.ForeignObjects).
+type saysForeign struct {
+	kindOnly
+	foreign bool
+}
+
+func (p saysForeign) MayHoldForeignObjects() bool { return p.foreign }
+
 func widget(ns, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("g.example.com/v1")
@@ -44,8 +53,9 @@ func widget(ns, name string) *unstructured.Unstructured {
 }
 
 // On a team's own cluster (PROVIDER=existing) an AllNamespaces cleanup would delete every Widget in
-// the cluster, the team's included: the uninstall is refused, naming them. The spec's own samples,
-// another provider's cluster, a namespaced mode or a CSV without the opt-in are not refused.
+// the cluster, the team's included: the uninstall is refused, naming them. The spec's own samples, a
+// cluster the framework made, a namespaced mode or a CSV without the opt-in are not refused; a provider
+// that does not say whether its cluster may hold others' objects is taken to (it may be anyone's).
 func TestAnAllNamespacesCleanupOnAnExistingClusterRefusesOperandsTheSpecDidNotCreate(t *testing.T) {
 	s := runtime.NewScheme()
 	if err := operatorsv1alpha1.AddToScheme(s); err != nil {
@@ -55,19 +65,21 @@ func TestAnAllNamespacesCleanupOnAnExistingClusterRefusesOperandsTheSpecDidNotCr
 	csv.Spec.Cleanup.Enabled = true
 	csv.Spec.CustomResourceDefinitions.Owned = []operatorsv1alpha1.CRDDescription{{Name: "widgets.g.example.com", Version: "v1", Kind: "Widget"}}
 	sample, theirs := widget("spec-ns", "w1"), widget("team", "production-widget")
+	existing, made := saysForeign{kindOnly("existing"), true}, saysForeign{kindOnly("kind"), false}
 	for _, c := range []struct {
 		name     string
-		provider string
+		provider cluster.Provider
 		mode     operatorsv1alpha1.InstallModeType
 		cleanup  bool
 		objects  []client.Object
 		refused  bool
 	}{
-		{"a team's widget on an existing cluster", "existing", operatorsv1alpha1.InstallModeTypeAllNamespaces, true, []client.Object{sample, theirs}, true},
-		{"only the spec's samples", "existing", operatorsv1alpha1.InstallModeTypeAllNamespaces, true, []client.Object{sample}, false},
-		{"a cluster the run made", "kind", operatorsv1alpha1.InstallModeTypeAllNamespaces, true, []client.Object{sample, theirs}, false},
-		{"a namespaced mode", "existing", operatorsv1alpha1.InstallModeTypeOwnNamespace, true, []client.Object{sample, theirs}, false},
-		{"no opt-in", "existing", operatorsv1alpha1.InstallModeTypeAllNamespaces, false, []client.Object{sample, theirs}, false},
+		{"a team's widget on an existing cluster", existing, operatorsv1alpha1.InstallModeTypeAllNamespaces, true, []client.Object{sample, theirs}, true},
+		{"only the spec's samples", existing, operatorsv1alpha1.InstallModeTypeAllNamespaces, true, []client.Object{sample}, false},
+		{"a cluster the framework made", made, operatorsv1alpha1.InstallModeTypeAllNamespaces, true, []client.Object{sample, theirs}, false},
+		{"a provider that does not say", kindOnly("custom"), operatorsv1alpha1.InstallModeTypeAllNamespaces, true, []client.Object{sample, theirs}, true},
+		{"a namespaced mode", existing, operatorsv1alpha1.InstallModeTypeOwnNamespace, true, []client.Object{sample, theirs}, false},
+		{"no opt-in", existing, operatorsv1alpha1.InstallModeTypeAllNamespaces, false, []client.Object{sample, theirs}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			live := csv.DeepCopy()
@@ -81,7 +93,7 @@ func TestAnAllNamespacesCleanupOnAnExistingClusterRefusesOperandsTheSpecDidNotCr
 			var failures []string
 			r := &Installation{
 				g:   gomega.NewGomega(func(msg string, _ ...int) { failures = append(failures, msg) }),
-				in:  OperandCleanupSpecInput{Environment: func() cluster.Environment { return cluster.Environment{Provider: kindOnly(c.provider), Client: cl} }},
+				in:  OperandCleanupSpecInput{Environment: func() cluster.Environment { return cluster.Environment{Provider: c.provider, Client: cl} }},
 				c:   cl,
 				l:   layout{mode: c.mode},
 				csv: csv,

@@ -288,6 +288,10 @@ func (p *Provider) Name() string { return p.opts.name }
 // Kind implements cluster.Provider.
 func (p *Provider) Kind() string { return "envtest" }
 
+// MayHoldForeignObjects implements cluster.ForeignObjects: the provider started the control plane for
+// its runs, so everything on it is theirs.
+func (p *Provider) MayHoldForeignObjects() bool { return false }
+
 // RESTConfig implements cluster.Provider.
 func (p *Provider) RESTConfig() *rest.Config { return p.cfg }
 

@@ -129,6 +129,10 @@ func (p *Provider) Name() string { return p.opts.name }
 // Kind implements cluster.Provider.
 func (p *Provider) Kind() string { return "existing" }
 
+// MayHoldForeignObjects implements cluster.ForeignObjects: the cluster is someone's own, handed over
+// with KUBECONFIG.
+func (p *Provider) MayHoldForeignObjects() bool { return true }
+
 // RESTConfig implements cluster.Provider.
 func (p *Provider) RESTConfig() *rest.Config { return p.cfg }
 

@@ -320,6 +320,10 @@ func (p *Provider) Name() string { return p.opts.name }
 // Kind implements cluster.Provider.
 func (p *Provider) Kind() string { return "kind" }
 
+// MayHoldForeignObjects implements cluster.ForeignObjects: the provider creates the cluster (and reuses
+// only one it created, createdByProvider), so everything on it belongs to the framework's runs.
+func (p *Provider) MayHoldForeignObjects() bool { return false }
+
 // RESTConfig implements cluster.Provider.
 func (p *Provider) RESTConfig() *rest.Config { return p.cfg }
 
