@@ -53,13 +53,13 @@ run_example() {
 run_scaffold() {
   local script=examples/kubebuilder-scaffold/run.sh dir start=$SECONDS
   log "==> example kubebuilder-scaffold: a fresh kubebuilder scaffold ($script prepare)"
-  dir=$(bash "$script" prepare) && { [ "$PROVIDER" != kind ] || bash "$script" image; } || {
+  dir=$(bash "$script" prepare) && { [ "$PROVIDER" != kind ] || bash "$script" image "$dir"; } || {
     log "<== example kubebuilder-scaffold FAILED in $((SECONDS - start))s (preparing the scaffold)"
     return 1
   }
   # The scaffold is outside this checkout when CLEANUP_E2E_CACHE is: the framework's trimmed source
   # paths (-trimpath, lib.sh) then find the checkout by CLEANUP_E2E_ROOT (internal/srcdir).
-  (export CLEANUP_E2E_ROOT=$REPO_ROOT && run_example "$dir" kubebuilder-scaffold) && bash "$script" verify
+  (export CLEANUP_E2E_ROOT=$REPO_ROOT && run_example "$dir" kubebuilder-scaffold) && bash "$script" verify "$dir"
 }
 
 # Every example: a module directory, or "scaffold". EXAMPLES_ONLY (names under examples/, space

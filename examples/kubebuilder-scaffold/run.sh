@@ -9,11 +9,14 @@
 # puts this directory's test/uninstall module — the uninstall suite, a module of its own — into the
 # scaffold. The scaffold is cached under $CACHE_DIR/kubebuilder-scaffold by the hash of its inputs.
 #
-#   run.sh prepare   prepare (or reuse) the scaffold; print the directory of its test/uninstall module
-#   run.sh verify    fail unless the scaffold's go.mod, go.sum and Go code are what kubebuilder
-#                    generated plus finalizer.patch (run after the tests: they must change nothing)
-#   run.sh image     build the operator's image into the host's Docker (for PROVIDER=kind)
-#   run.sh           all of it, then `go test ./...` in the uninstall module
+#   run.sh prepare      prepare (or reuse) the scaffold; print the directory MODULE of its
+#                       test/uninstall module
+#   run.sh verify MODULE  fail unless the scaffold's go.mod, go.sum and Go code are what kubebuilder
+#                       generated plus finalizer.patch (run after the tests: they must change nothing)
+#   run.sh image MODULE   build the operator's image into the host's Docker (for PROVIDER=kind)
+#   run.sh              all of it, then `go test ./...` in the uninstall module
+# verify and image take the directory prepare printed, not this script's hash of the inputs: an edit
+# of this script during a run must not move the run to another scaffold.
 #
 # scripts/test-examples.sh runs it in make test (envtest: the bundle without its webhooks) and in
 # make e2e (kind: the bundle as it is, the image built here).
@@ -110,6 +113,12 @@ prepare() {
   echo "$SCAFFOLD/test/uninstall"
 }
 
+# scaffold_of MODULE: the scaffold (and its work directory) of the uninstall module MODULE.
+scaffold_of() {
+  [ -n "${1:-}" ] || die "usage: $0 verify|image MODULE (the directory prepare printed)"
+  SCAFFOLD=$(cd "$1/../.." && pwd) && WORK=$(dirname "$SCAFFOLD")
+}
+
 verify() {
   if ! diff "$WORK/edited.sha256" <(code_sums "$SCAFFOLD"); then
     die "the scaffold's go.mod, go.sum or Go code changed (above: < as kubebuilder made it plus finalizer.patch, > now)"
@@ -124,17 +133,19 @@ image() {
   local ctx=$KB_CACHE/image
   rm -rf "$ctx"
   mkdir -p "$ctx"
-  step "go build the manager (the scaffold's module)" env -u GOFLAGS CGO_ENABLED=0 go build -C "$SCAFFOLD" -o "$ctx/manager" ./cmd
+  # In the scripts' compile mode (lib.sh), which the envtest runs of the suite build ./cmd in too.
+  step "go build the manager (the scaffold's module)" go build -C "$SCAFFOLD" -o "$ctx/manager" ./cmd
   printf 'FROM scratch\nCOPY manager /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n' >"$ctx/Dockerfile"
   step "docker build $IMAGE" env DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$ctx" >/dev/null
 }
 
 case ${1:-all} in
   prepare) prepare ;;
-  verify) verify ;;
-  image) image ;;
+  verify) scaffold_of "${2:-}" && verify ;;
+  image) scaffold_of "${2:-}" && image ;;
   all)
     dir=$(prepare)
+    scaffold_of "$dir"
     if [ "${CLEANUP_E2E_PROVIDER:-${PROVIDER:-envtest}}" = kind ]; then image; fi
     rc=0
     # CLEANUP_E2E_ROOT: the framework's trimmed source paths (-trimpath, lib.sh) name no directory
@@ -143,5 +154,5 @@ case ${1:-all} in
     verify || rc=1
     exit $rc
     ;;
-  *) die "usage: $0 [prepare|verify|image]" ;;
+  *) die "usage: $0 [prepare | verify MODULE | image MODULE]" ;;
 esac
