@@ -46,7 +46,7 @@ func TestTheUninstallChecksCatchABrokenOperator(t *testing.T) {
 	}
 	defer func() { _ = env.Stop(context.Background()) }()
 
-	spec := uninstall.Spec(func() cluster.Environment { return env.Environment })
+	spec := uninstall.Spec(func() cluster.Environment { return env.Environment }, uninstall.Bundle("envtest"))
 	enabled, err := specs.EnabledCase(spec, operatorsv1alpha1.InstallModeTypeAllNamespaces)
 	if err != nil {
 		t.Fatal(err)

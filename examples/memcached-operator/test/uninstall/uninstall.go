@@ -1,7 +1,8 @@
 // Package uninstall proves that memcached-operator uninstalls cleanly with cleanup-e2e: its own main
 // (cmd/main.go, unchanged) runs as a child process on envtest and as its image on kind, installed from
-// its bundle as OLM installs it, in every install mode its CSV supports (AllNamespaces). The Ginkgo
-// suite is uninstall_test.go; test/mutants checks these checks against broken variants.
+// its bundle as OLM installs it, in every install mode its CSV supports (AllNamespaces) — on kind with
+// its admission webhooks, on envtest without them (Bundle). The Ginkgo suite is uninstall_test.go;
+// test/mutants checks these checks against broken variants.
 package uninstall
 
 import (
@@ -36,14 +37,25 @@ func Cluster() testenv.Input {
 	}
 }
 
+// Bundle is the bundle the suite installs on provider (CLEANUP_E2E_PROVIDER; "" is envtest). envtest
+// cannot call admission webhooks: there, a copy whose operator serves none (no webhookdefinitions, no
+// certificate flag or volume, ENABLE_WEBHOOKS=false, which cmd/main.go reads); elsewhere (kind) the
+// bundle as it is, its webhooks served with OLM's certificate.
+func Bundle(provider string) string {
+	if provider == "" || provider == "envtest" {
+		return specs.MustWithoutWebhooks(root + "/bundle")
+	}
+	return root + "/bundle"
+}
+
 // Spec is what a working memcached-operator does: a Deployment and the Available condition for each
 // sample, and its finalizer removes the sample's viewer ClusterRole, which garbage collection cannot.
-func Spec(env func() cluster.Environment) specs.OperandCleanupSpecInput {
+func Spec(env func() cluster.Environment, bundleDir string) specs.OperandCleanupSpecInput {
 	return specs.OperandCleanupSpecInput{
 		Environment: env,
 		Name:        "memcached-operator",
-		BundleDir:   root + "/bundle",
-		Samples:     specs.MustALMExamples(root + "/bundle"),
+		BundleDir:   bundleDir,
+		Samples:     specs.MustALMExamples(bundleDir),
 		Reconciled:  specs.AllOf(specs.Owns(appsv1.SchemeGroupVersion.WithKind("Deployment")), specs.HasCondition("Available")),
 		Finalized: specs.Gone(rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), func(s *unstructured.Unstructured) types.NamespacedName {
 			return types.NamespacedName{Name: "memcached-" + s.GetNamespace() + "-" + s.GetName() + "-viewer"}
