@@ -35,7 +35,10 @@
 // localruntime, cluster (the cluster under test and what runs on it); matchers, clusteroperator,
 // hold, leftovers, mutate (matchers, finalizer holds, the leftovers report, mutation checks of your own
 // cases); intervals, envvar (timeouts, variables); olm and kube (OLM and client helpers for cases of
-// your own: installs, waits for a CSV's phase, WaitCRDsUsable).
+// your own: installs, waits for a CSV's phase, WaitCRDsUsable); bundle (reading a registry-v1 bundle).
+//
+// Each front end links only what its suites run (deps_test.go): an operator repo's suite does not link
+// the payload applier, a payload author's suite not OLM's spec library.
 //
 // # Internals
 //
@@ -43,7 +46,7 @@
 // scripts, not for your suite: they may change without a note in the docs. cluster/envtest,
 // cluster/kind, cluster/existing (the providers: pick one with $CLEANUP_E2E_PROVIDER, not by
 // importing it), toolchain and process (finding and starting the control plane's binaries, child
-// processes), components (installing the systems under test), artifacts and budget (a failed spec's
+// processes), components and components/payloadapplier (installing the systems under test), artifacts and budget (a failed spec's
 // dumps, the time budget), crashlog (why an operator exited), deletions (a recorder for this
 // repository's safety tests), and everything under framework/internal.
 package framework

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/components/payloadapplier"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload"
@@ -101,13 +101,13 @@ func appPayload(ns, version string) *pt.Builder {
 // installApplier installs config/payload-applier into the env's namespace, passing every second and
 // reporting to the env's ClusterOperator, with b as its payload. When the spec ends it is stopped
 // before the payload objects are deleted.
-func installApplier(ctx context.Context, e *deleteannotation.Env, b *pt.Builder) *components.PayloadApplier {
+func installApplier(ctx context.Context, e *deleteannotation.Env, b *pt.Builder) *payloadapplier.Installed {
 	GinkgoHelper()
 	e.TrackPayload(b)
 	e.ReportClusterOperators(ctx, b)
 	files, err := b.Files()
 	Expect(err).NotTo(HaveOccurred())
-	pa, err := components.InstallPayloadApplier(ctx, components.InstallPayloadApplierInput{
+	pa, err := payloadapplier.Install(ctx, payloadapplier.InstallInput{
 		Client: k8s, Namespace: e.Namespace, Payload: files, Timeout: e.Timeout,
 		Args: []string{"--interval=1s", "--cluster-operator=" + e.ClusterOperator, "--cluster-operator-timeout=1m"},
 	})
@@ -122,7 +122,7 @@ func installApplier(ctx context.Context, e *deleteannotation.Env, b *pt.Builder)
 }
 
 // setPayload replaces the payload ConfigMap's content with b (reporting its ClusterOperators first).
-func setPayload(ctx context.Context, e *deleteannotation.Env, pa *components.PayloadApplier, b *pt.Builder) {
+func setPayload(ctx context.Context, e *deleteannotation.Env, pa *payloadapplier.Installed, b *pt.Builder) {
 	GinkgoHelper()
 	e.TrackPayload(b)
 	e.ReportClusterOperators(ctx, b)
@@ -132,7 +132,7 @@ func setPayload(ctx context.Context, e *deleteannotation.Env, pa *components.Pay
 }
 
 // deleteRecord reads the Deployment's persisted delete progress for obj.
-func deleteRecord(ctx context.Context, e *deleteannotation.Env, pa *components.PayloadApplier, o obj) applier.DeleteRecord {
+func deleteRecord(ctx context.Context, e *deleteannotation.Env, pa *payloadapplier.Installed, o obj) applier.DeleteRecord {
 	GinkgoHelper()
 	d, found := findDeleteRecord(ctx, e, pa, o)
 	if !found {
@@ -142,7 +142,7 @@ func deleteRecord(ctx context.Context, e *deleteannotation.Env, pa *components.P
 }
 
 // findDeleteRecord reads the Deployment's persisted delete progress for obj, if it has any.
-func findDeleteRecord(ctx context.Context, e *deleteannotation.Env, pa *components.PayloadApplier, o obj) (applier.DeleteRecord, bool) {
+func findDeleteRecord(ctx context.Context, e *deleteannotation.Env, pa *payloadapplier.Installed, o obj) (applier.DeleteRecord, bool) {
 	GinkgoHelper()
 	state, err := pa.State(ctx, e.ClusterOperator)
 	Expect(err).NotTo(HaveOccurred())

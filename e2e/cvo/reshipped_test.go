@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/clusteroperator"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/components/payloadapplier"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/deleteannotation"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
@@ -85,7 +85,7 @@ func expectPendingAt(ctx context.Context, e *deleteannotation.Env, version, pend
 }
 
 // restart scales the applier to 0 and back to 1: a new process, state from its ConfigMap.
-func restart(ctx context.Context, pa *components.PayloadApplier) {
+func restart(ctx context.Context, pa *payloadapplier.Installed) {
 	GinkgoHelper()
 	By("restarting the applier")
 	Expect(pa.Scale(ctx, 0)).To(Succeed())

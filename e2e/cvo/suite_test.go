@@ -22,7 +22,7 @@ import (
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	fixturecrds "github.com/cleanup-e2e/cleanup-e2e/fixtures/crds"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/components/payloadapplier"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/suite"
@@ -45,7 +45,7 @@ func clusterUnderTest() cluster.Environment { return cl }
 var _ = suite.SynchronizedProvider(testenv.Input{
 	Name: "cvo",
 	// On envtest the local runtime runs the payload applier and the fixture operators in-process (widget-operator is part of a payload).
-	Registry: localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{components.PayloadApplierImage: applier.Main}),
+	Registry: localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{payloadapplier.Image: applier.Main}),
 	Stack:    stack.Components{ClusterOperatorCRD: true, CRDs: widgetCRDs(), Footprint: footprint.Footprint()},
 	Schemes:  []func(*runtime.Scheme) error{configv1.AddToScheme, fixturesv1alpha1.AddToScheme},
 }, suite.Setup{Process: func(_ context.Context, env cluster.Environment) { cl, k8s = env, env.Client }})

@@ -1,5 +1,6 @@
-// Package components installs the systems under test next to OLM: the operand-cleanup controller and
-// the payload applier, from the manifests under config/, with settings a spec may shorten (timeouts).
+// Package components installs the systems under test next to OLM from the manifests under config/,
+// with settings a spec may shorten (timeouts): the operand-cleanup controller here, the payload
+// applier in components/payloadapplier (apart, so that an operator repo's suite does not link it).
 package components
 
 import (
@@ -36,7 +37,7 @@ func InstallOperandCleanup(ctx context.Context, in InstallOperandCleanupInput) e
 	}
 	for _, o := range objs {
 		if o.GetKind() == "Deployment" {
-			if err := overrideArgs(o, in.Args); err != nil {
+			if err := OverrideArgs(o, in.Args); err != nil {
 				return err
 			}
 		}
@@ -49,8 +50,8 @@ func InstallOperandCleanup(ctx context.Context, in InstallOperandCleanupInput) e
 	return kube.WaitDeploymentAvailable(ctx, in.Client, key, timeout)
 }
 
-// overrideArgs replaces flags of the first container by name and appends the new ones.
-func overrideArgs(dep *unstructured.Unstructured, overrides []string) error {
+// OverrideArgs replaces flags of the first container by name and appends the new ones.
+func OverrideArgs(dep *unstructured.Unstructured, overrides []string) error {
 	if len(overrides) == 0 {
 		return nil
 	}

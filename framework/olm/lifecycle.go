@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 )
@@ -33,7 +33,7 @@ type InstallBundleInput struct {
 
 // InstallBundle loads the bundle and installs it with InstallCSV.
 func InstallBundle(ctx context.Context, in InstallBundleInput) (*operatorsv1alpha1.ClusterServiceVersion, error) {
-	b, err := bundles.Load(in.BundleDir)
+	b, err := bundle.Load(in.BundleDir)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func Upgrade(ctx context.Context, in UpgradeInput) (*operatorsv1alpha1.ClusterSe
 // StartUpgrade creates the next CSV (as an InstallPlan of the next channel entry would) and returns it
 // at once, before OLM acted on it: specs that need the middle of an upgrade continue from there.
 func StartUpgrade(ctx context.Context, in UpgradeInput) (*operatorsv1alpha1.ClusterServiceVersion, error) {
-	b, err := bundles.Load(in.BundleDir)
+	b, err := bundle.Load(in.BundleDir)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/json" // numbers as int64 where integral, as unstructured objects expect
 
-	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
 )
 
 // AnnotationALMExamples is the CSV annotation holding sample CRs as a JSON array (operator-sdk
@@ -20,7 +20,7 @@ const AnnotationALMExamples = "alm-examples"
 // here, so it works while the spec tree is built, before any cluster exists; an example of a kind the
 // bundle does not define is an error.
 func ALMExamples(bundleDir string) (func(namespace string) []*unstructured.Unstructured, error) {
-	b, err := bundles.Load(bundleDir)
+	b, err := bundle.Load(bundleDir)
 	if err != nil {
 		return nil, err
 	}

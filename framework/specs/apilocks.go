@@ -9,8 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
-	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
@@ -84,7 +84,7 @@ func usedAPIs(in OperandCleanupSpecInput) ([]string, error) {
 func apisOf(bundleDirs ...string) ([]string, error) {
 	var apis []string
 	for _, dir := range bundleDirs {
-		b, err := bundles.Load(dir)
+		b, err := bundle.Load(dir)
 		if err != nil {
 			return nil, err
 		}

@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/budget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
@@ -98,7 +98,7 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 	endInstall := sync.OnceFunc(r.phase(string(WaitInstalled)))
 	defer endInstall()
 	r.t.Step("installing " + bundleDir + " in " + string(r.l.mode) + " mode into " + r.l.operator)
-	b, err := bundles.Load(bundleDir)
+	b, err := bundle.Load(bundleDir)
 	r.g.Expect(err).NotTo(HaveOccurred())
 	r.g.Expect(supports(r.in.Environment().Provider, b.CSV)).To(Succeed())
 	// Registered before the install: a CSV the install created and then gave up on (it never

@@ -6,7 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
-	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
@@ -23,7 +23,7 @@ var installModeOrder = []operatorsv1alpha1.InstallModeType{
 // installModeOrder: what OperandCleanupSpecInput.InstallModes defaults to, so an AllNamespaces-only
 // operator is tested the only way OLM would install it.
 func SupportedInstallModes(bundleDir string) ([]operatorsv1alpha1.InstallModeType, error) {
-	b, err := bundles.Load(bundleDir)
+	b, err := bundle.Load(bundleDir)
 	if err != nil {
 		return nil, fmt.Errorf("OperandCleanupSpecInput.InstallModes is empty, so the bundle's CSV decides: %w", err)
 	}

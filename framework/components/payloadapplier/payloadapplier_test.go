@@ -1,4 +1,4 @@
-package components
+package payloadapplier
 
 import (
 	"context"
@@ -22,9 +22,9 @@ func TestUninstallRemovesOnlyWhatTheInstallCreated(t *testing.T) {
 	theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: payloadapplierconfig.Namespace, UID: "theirs"}}
 	c := fake.NewClientBuilder().WithScheme(kube.MustScheme()).WithObjects(theirs).Build()
 	// The fake never makes the Deployment available: the wait's error is not this test's subject.
-	pa, _ := InstallPayloadApplier(ctx, InstallPayloadApplierInput{Client: c, Timeout: 100 * time.Millisecond})
+	pa, _ := Install(ctx, InstallInput{Client: c, Timeout: 100 * time.Millisecond})
 	if pa == nil {
-		t.Fatal("InstallPayloadApplier returned no applier")
+		t.Fatal("Install returned no applier")
 	}
 	if err := c.Get(ctx, client.ObjectKey{Name: pa.ClusterRBAC}, &rbacv1.ClusterRole{}); err != nil {
 		t.Fatalf("the install made no ClusterRole %s: %v", pa.ClusterRBAC, err)

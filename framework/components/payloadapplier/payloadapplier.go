@@ -1,4 +1,8 @@
-package components
+// Package payloadapplier installs the payload applier (the CVO side's system under test) as a
+// Deployment from config/payload-applier, for suites that test it running in the cluster. It is apart
+// from framework/components so that an operator repo's suite, which installs only the operand-cleanup
+// controller, does not link the applier.
+package payloadapplier
 
 import (
 	"context"
@@ -14,16 +18,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	payloadapplierconfig "github.com/cleanup-e2e/cleanup-e2e/config/payload-applier"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/components"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/payload/applier"
 )
 
-// PayloadApplierImage is the applier's image; the envtest provider runs it (applier.Main) in-process.
-const PayloadApplierImage = payloadapplierconfig.Image
+// Image is the applier's image; the envtest provider runs it (applier.Main) in-process.
+const Image = payloadapplierconfig.Image
 
-// InstallPayloadApplierInput configures a payload-applier install from config/payload-applier.
-type InstallPayloadApplierInput struct {
+// InstallInput configures a payload-applier install from config/payload-applier.
+type InstallInput struct {
 	Client client.Client
 	// Namespace to install into (default payload-applier, as shipped). Any other namespace also
 	// names the ClusterRole and ClusterRoleBinding payload-applier-<namespace>, so installs coexist.
@@ -36,8 +41,8 @@ type InstallPayloadApplierInput struct {
 	Timeout time.Duration
 }
 
-// PayloadApplier is an installed payload-applier Deployment.
-type PayloadApplier struct {
+// Installed is an installed payload-applier Deployment.
+type Installed struct {
 	Client    client.Client
 	Namespace string
 	// ClusterRBAC is the name of its ClusterRole and ClusterRoleBinding.
@@ -48,14 +53,14 @@ type PayloadApplier struct {
 	created []*unstructured.Unstructured
 }
 
-// InstallPayloadApplier applies the applier's manifests (namespace first, then the payload
+// Install applies the applier's manifests (namespace first, then the payload
 // ConfigMap, then RBAC and Deployment) and waits until the Deployment is available.
-func InstallPayloadApplier(ctx context.Context, in InstallPayloadApplierInput) (*PayloadApplier, error) {
+func Install(ctx context.Context, in InstallInput) (*Installed, error) {
 	objs, err := payloadapplierconfig.Objects()
 	if err != nil {
 		return nil, err
 	}
-	pa := &PayloadApplier{Client: in.Client, Namespace: in.Namespace, ClusterRBAC: payloadapplierconfig.Name, Timeout: in.Timeout}
+	pa := &Installed{Client: in.Client, Namespace: in.Namespace, ClusterRBAC: payloadapplierconfig.Name, Timeout: in.Timeout}
 	if pa.Namespace == "" {
 		pa.Namespace = payloadapplierconfig.Namespace
 	}
@@ -68,7 +73,7 @@ func InstallPayloadApplier(ctx context.Context, in InstallPayloadApplierInput) (
 			return nil, err
 		}
 		if o.GetKind() == "Deployment" {
-			if err := overrideArgs(o, in.Args); err != nil {
+			if err := components.OverrideArgs(o, in.Args); err != nil {
 				return nil, err
 			}
 			if err := pa.SetPayload(ctx, in.Payload); err != nil {
@@ -95,7 +100,7 @@ func InstallPayloadApplier(ctx context.Context, in InstallPayloadApplierInput) (
 }
 
 // relocate moves an object of the shipped manifests into pa's namespace and cluster RBAC names.
-func (pa *PayloadApplier) relocate(o *unstructured.Unstructured) error {
+func (pa *Installed) relocate(o *unstructured.Unstructured) error {
 	switch o.GetKind() {
 	case "Namespace":
 		o.SetName(pa.Namespace)
@@ -120,12 +125,12 @@ func (pa *PayloadApplier) relocate(o *unstructured.Unstructured) error {
 }
 
 // Key is the Deployment's namespace and name.
-func (pa *PayloadApplier) Key() types.NamespacedName {
+func (pa *Installed) Key() types.NamespacedName {
 	return types.NamespacedName{Namespace: pa.Namespace, Name: payloadapplierconfig.Name}
 }
 
 // SetPayload replaces the content of the payload ConfigMap (the applier picks it up on its next pass).
-func (pa *PayloadApplier) SetPayload(ctx context.Context, files map[string][]byte) error {
+func (pa *Installed) SetPayload(ctx context.Context, files map[string][]byte) error {
 	data := map[string]string{}
 	for k, v := range files {
 		data[k] = string(v)
@@ -146,7 +151,7 @@ func (pa *PayloadApplier) SetPayload(ctx context.Context, files map[string][]byt
 
 // Scale sets the Deployment's replicas and waits until it reports them: 0 means the applier stopped
 // (no pod left), more means it is available again (a restart when going 0 -> 1).
-func (pa *PayloadApplier) Scale(ctx context.Context, replicas int32) error {
+func (pa *Installed) Scale(ctx context.Context, replicas int32) error {
 	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: pa.Namespace, Name: payloadapplierconfig.Name}}
 	if err := pa.Client.Patch(ctx, dep, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -179,7 +184,7 @@ func (pa *PayloadApplier) Scale(ctx context.Context, replicas int32) error {
 }
 
 // State reads the delete progress the applier persists, as a restarted applier would load it.
-func (pa *PayloadApplier) State(ctx context.Context, clusterOperator string) (applier.State, error) {
+func (pa *Installed) State(ctx context.Context, clusterOperator string) (applier.State, error) {
 	store := &applier.ConfigMapStore{Client: pa.Client, Namespace: pa.Namespace, Name: clusterOperator + applier.StateConfigMapSuffix}
 	return store.Load(ctx)
 }
@@ -187,7 +192,7 @@ func (pa *PayloadApplier) State(ctx context.Context, clusterOperator string) (ap
 // Uninstall deletes what the install created, newest first — the Deployment, RBAC and namespace
 // when none was there before — each only while it is still that object (UID precondition), without
 // waiting for the namespace to go.
-func (pa *PayloadApplier) Uninstall(ctx context.Context) error {
+func (pa *Installed) Uninstall(ctx context.Context) error {
 	var errs []error
 	for i := len(pa.created) - 1; i >= 0; i-- {
 		o := pa.created[i]
