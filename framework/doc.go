@@ -20,11 +20,15 @@
 //
 //   - The cluster under test is a cluster.Environment: a provider (envtest, kind or existing, chosen by
 //     $CLEANUP_E2E_PROVIDER) and a client, what every spec takes (through a func() cluster.Environment,
-//     since the suite connects it after the spec tree is built).
-//   - Its configuration is a testenv.Input: its name, the images to run (a localruntime.Registry on
-//     envtest, Images on kind), the stack and your API types.
+//     since the suite connects it after the spec tree is built: suite.Environment returns that func,
+//     e2eframework.Cluster has it as a method). The provider (cluster.Provider) only creates or
+//     connects to the cluster; testenv.Start returns a testenv.Env, the cluster.Environment with the
+//     stack it ensured, which the front ends start and stop for you.
+//   - Its configuration is a testenv.Config (earlier testenv.Input, still accepted): its name, the
+//     images to run (a localruntime.Registry on envtest, Images on kind), the stack and your API types.
+//     "Input" is left for what a spec or an install takes (specs.OperandCleanupSpecInput).
 //   - The stack is what must run on the cluster for the specs: OLM, the operand-cleanup controller, the
-//     ClusterOperator CRD, your CRDs. testenv.Input.Stack declares it (stack.ForOperandCleanup(),
+//     ClusterOperator CRD, your CRDs. testenv.Config.Stack declares it (stack.ForOperandCleanup(),
 //     stack.Components); it is detected, installed where missing and removed at the end.
 //   - Every wait has a named, scaled timeout (framework/intervals; $CLEANUP_E2E_WAIT_SCALE stretches
 //     them all), and every variable the framework reads is in framework/envvar.

@@ -32,7 +32,7 @@ var (
 
 func clusterUnderTest() cluster.Environment { return cl }
 
-var _ = suite.SynchronizedProvider(testenv.Input{
+var _ = suite.SynchronizedProvider(testenv.Config{
 	Name:     "cleanup",
 	Registry: localruntime.NewRegistry(fixtures.Images()), // the fixture operators, run in-process on envtest
 	Stack:    stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},

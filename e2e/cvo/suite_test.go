@@ -42,7 +42,7 @@ var (
 
 func clusterUnderTest() cluster.Environment { return cl }
 
-var _ = suite.SynchronizedProvider(testenv.Input{
+var _ = suite.SynchronizedProvider(testenv.Config{
 	Name: "cvo",
 	// On envtest the local runtime runs the payload applier and the fixture operators in-process (widget-operator is part of a payload).
 	Registry: localruntime.NewRegistry(fixtures.Images(), map[string]localruntime.Entrypoint{payloadapplier.Image: applier.Main}),

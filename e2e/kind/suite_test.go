@@ -28,7 +28,7 @@ func TestKind(t *testing.T) {
 // runsPods is decided while the tree is built: the specs exist only where the provider runs pods and
 // the nodes have the images (kind loads them; an existing cluster's nodes have them when the user says
 // so with CLEANUP_E2E_CATALOG=1).
-var runsPods = testenv.Input{}.LoadsImages() || (testenv.Input{}.RunsPods() && os.Getenv("CLEANUP_E2E_CATALOG") == "1")
+var runsPods = testenv.Config{}.LoadsImages() || (testenv.Config{}.RunsPods() && os.Getenv("CLEANUP_E2E_CATALOG") == "1")
 
 var (
 	provider cluster.Provider
@@ -36,7 +36,7 @@ var (
 	apis     cluster.APILocker
 )
 
-var _ = runsPods && suite.SynchronizedProvider(testenv.Input{
+var _ = runsPods && suite.SynchronizedProvider(testenv.Config{
 	Name:    "kind",
 	Stack:   stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},
 	Schemes: []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme},

@@ -51,7 +51,7 @@ var (
 	k8s      client.Client
 )
 
-var smokeInput = testenv.Input{
+var smokeInput = testenv.Config{
 	Name:     "smoke",
 	Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{smokeImage: smokeOperator}),
 	Stack:    stack.Components{OLM: true},

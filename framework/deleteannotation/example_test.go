@@ -21,7 +21,7 @@ func ExampleDescribeRemoval() {
 	// func TestRemoval(t *testing.T) { suite.RunSpecs(t, "my-component removal") }
 	testRemoval := func(t *testing.T) { suite.RunSpecs(t, "my-component removal") }
 
-	clusterUnderTest := suite.Environment(testenv.Input{
+	clusterUnderTest := suite.Environment(testenv.Config{
 		Name:    "my-component-removal",
 		Stack:   stack.Components{ClusterOperatorCRD: true},
 		Schemes: []func(*runtime.Scheme) error{configv1.AddToScheme},

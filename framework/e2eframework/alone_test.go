@@ -25,7 +25,7 @@ func TestAloneWaitsForTheOtherRunsOnASharedCluster(t *testing.T) {
 	// The run lock of an existing cluster lives in os.TempDir(), named after its API server: this one-off
 	// cluster's would be left in /tmp after every make test (five empty files a run).
 	t.Setenv("TMPDIR", t.TempDir())
-	in := testenv.Input{Name: "alone", Log: testr.New(t)}
+	in := testenv.Config{Name: "alone", Log: testr.New(t)}
 	mine, other := New(in), New(in)
 	otherCfg, mineCfg := envconf.New(), envconf.New()
 	if _, err := other.Setup(ctx, otherCfg); err != nil {

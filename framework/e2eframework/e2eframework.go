@@ -4,7 +4,7 @@
 // run in the feature's *testing.T through specs.FromTesting) as the Ginkgo front end: nothing is
 // implemented twice.
 //
-//	var cluster = e2eframework.New(testenv.Input{Name: "my-operator", Stack: stack.ForOperandCleanup(), ...})
+//	var cluster = e2eframework.New(testenv.Config{Name: "my-operator", Stack: stack.ForOperandCleanup(), ...})
 //
 //	func TestMain(m *testing.M) {
 //		testEnv := env.New()
@@ -37,13 +37,13 @@ import (
 // Cluster is the cluster of one e2e-framework environment: Setup starts it, Finish stops it, and the
 // features built from it run on it.
 type Cluster struct {
-	in  testenv.Input
+	in  testenv.Config
 	env *testenv.Env
 }
 
 // New describes the cluster; nothing starts before Setup runs. in.Log defaults to stderr (go test
 // shows it with -v or on failure of the package).
-func New(in testenv.Input) *Cluster {
+func New(in testenv.Config) *Cluster {
 	if in.Log.GetSink() == nil {
 		in.Log = ginkgox.LoggerTo(os.Stderr)
 	}

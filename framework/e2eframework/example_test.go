@@ -22,7 +22,7 @@ func Example() {
 	const image = "example.com/my-operator:v0.1.0" // the image the bundle's CSV runs
 
 	// var cluster = e2eframework.New(...): nothing starts before Setup.
-	cluster := e2eframework.New(testenv.Input{
+	cluster := e2eframework.New(testenv.Config{
 		Name:     "my-operator-uninstall",
 		Registry: localruntime.NewRegistry().RegisterBinary(image, localruntime.Binary{Package: "./cmd", Dir: "../.."}), // envtest
 		Images:   []string{image},                                                                                       // kind

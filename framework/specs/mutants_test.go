@@ -52,7 +52,7 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 	}
 	const image = "fixtures.local/widget-operator:v0.1.0"
 	registry := localruntime.NewRegistry(map[string]localruntime.Entrypoint{image: operator})
-	env, err := testenv.Start(ctx, testenv.Input{Name: "mutants", Provider: "envtest", Log: testr.New(t),
+	env, err := testenv.Start(ctx, testenv.Config{Name: "mutants", Provider: "envtest", Log: testr.New(t),
 		Registry: registry,
 		Stack:    stack.ForOperandCleanup(),
 		Schemes:  []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme}})

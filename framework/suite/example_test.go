@@ -25,7 +25,7 @@ func Example() {
 	// var clusterUnderTest = suite.Environment(...): the cluster from $CLEANUP_E2E_PROVIDER (envtest by
 	// default), the stack installed where missing, and a client knowing your API types. The processes
 	// of `ginkgo -p` share it.
-	clusterUnderTest := suite.Environment(testenv.Input{
+	clusterUnderTest := suite.Environment(testenv.Config{
 		Name:     "my-operator-uninstall",
 		Registry: localruntime.NewRegistry().RegisterBinary(image, localruntime.Binary{Package: "./cmd", Dir: "../.."}), // envtest: your main, as a child process
 		Images:   []string{image},                                                                                       // kind: loaded from your Docker, never pulled

@@ -27,8 +27,8 @@ type Setup struct {
 // spec libraries take: the environment of the calling Ginkgo process, once BeforeSuite ran. Use it at
 // the top level:
 //
-//	var env = suite.Environment(testenv.Input{Name: "my-operator", Stack: stack.ForOperandCleanup(), ...})
-func Environment(in testenv.Input, decorators ...any) func() cluster.Environment {
+//	var env = suite.Environment(testenv.Config{Name: "my-operator", Stack: stack.ForOperandCleanup(), ...})
+func Environment(in testenv.Config, decorators ...any) func() cluster.Environment {
 	var env cluster.Environment
 	SynchronizedProvider(in, Setup{Process: func(_ context.Context, e cluster.Environment) { env = e }}, decorators...)
 	return func() cluster.Environment {
@@ -50,7 +50,7 @@ func Environment(in testenv.Input, decorators ...any) func() cluster.Environment
 // process is done. in.Name gets the process number; in.Log defaults to GinkgoWriter. decorators
 // apply to the before-suite node; its NodeTimeout is intervals.SuiteSetup unless they set one. Use at
 // the top level: var _ = ...
-func SynchronizedProvider(in testenv.Input, setup Setup, decorators ...any) bool {
+func SynchronizedProvider(in testenv.Config, setup Setup, decorators ...any) bool {
 	if !slices.ContainsFunc(decorators, func(d any) bool { _, ok := d.(ginkgo.NodeTimeout); return ok }) {
 		decorators = append(decorators, ginkgo.NodeTimeout(intervals.Get(intervals.SuiteSetup)))
 	}

@@ -11,13 +11,13 @@ func TestWhatTheProviderCanDoIsKnownBeforeItStarts(t *testing.T) {
 	t.Setenv("PROVIDER", "")
 	_ = os.Unsetenv("PROVIDER")
 	for _, c := range []struct {
-		in                           Input
+		in                           Config
 		name                         string
 		shared, runsPods, loadsImage bool
 	}{
-		{Input{}, "envtest", false, false, false},
-		{Input{Provider: "kind"}, "kind", true, true, true},
-		{Input{Provider: "existing"}, "existing", true, true, false},
+		{Config{}, "envtest", false, false, false},
+		{Config{Provider: "kind"}, "kind", true, true, true},
+		{Config{Provider: "existing"}, "existing", true, true, false},
 	} {
 		if got := c.in.ProviderName(); got != c.name {
 			t.Errorf("%+v: provider %q, want %q", c.in, got, c.name)
@@ -27,10 +27,10 @@ func TestWhatTheProviderCanDoIsKnownBeforeItStarts(t *testing.T) {
 		}
 	}
 	t.Setenv("CLEANUP_E2E_PROVIDER", "kind")
-	if got := (Input{}).ProviderName(); got != "kind" {
+	if got := (Config{}).ProviderName(); got != "kind" {
 		t.Errorf("with CLEANUP_E2E_PROVIDER=kind: %q", got)
 	}
-	if got := (Input{Provider: "existing"}).ProviderName(); got != "existing" {
+	if got := (Config{Provider: "existing"}).ProviderName(); got != "existing" {
 		t.Errorf("the input's provider must win over the environment: %q", got)
 	}
 }

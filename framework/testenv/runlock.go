@@ -52,7 +52,7 @@ import (
 // cluster: keyed on their spelling, two runs on one cluster held different locks, and the first to end
 // removed what the other still used). The locks are files of this machine: runs on one cluster from
 // several machines or containers do not see each other's. The members lock is next to it.
-func runLockPath(in Input) string {
+func runLockPath(in Config) string {
 	dir := filepath.Join(os.TempDir(), "cleanup-e2e-kind")
 	if in.ProviderName() == "kind" {
 		return filepath.Join(dir, KindClusterName()+".run.lock")

@@ -305,15 +305,15 @@ func removesOnlyAfter(t *testing.T, removed <-chan bool, end func()) {
 
 func TestEachSharedClusterHasItsOwnRunLock(t *testing.T) {
 	t.Setenv("CLEANUP_E2E_KIND_CLUSTER", "one")
-	one := runLockPath(Input{Provider: "kind"})
+	one := runLockPath(Config{Provider: "kind"})
 	t.Setenv("CLEANUP_E2E_KIND_CLUSTER", "two")
-	if two := runLockPath(Input{Provider: "kind"}); two == one {
+	if two := runLockPath(Config{Provider: "kind"}); two == one {
 		t.Fatalf("kind clusters one and two share the run lock %s", one)
 	}
 	t.Setenv("KUBECONFIG", "/a")
-	a := runLockPath(Input{Provider: "existing"})
+	a := runLockPath(Config{Provider: "existing"})
 	t.Setenv("KUBECONFIG", "/b")
-	if b := runLockPath(Input{Provider: "existing"}); a == b {
+	if b := runLockPath(Config{Provider: "existing"}); a == b {
 		t.Fatalf("two kubeconfigs share the run lock %s", a)
 	}
 }
@@ -337,7 +337,7 @@ func TestEveryWayToNameAnExistingClusterSharesItsRunLock(t *testing.T) {
 	lock := func(kubeconfigPath, kubeContext string) string {
 		t.Setenv("KUBECONFIG", kubeconfigPath)
 		t.Setenv("CLEANUP_E2E_KUBE_CONTEXT", kubeContext)
-		return runLockPath(Input{Provider: "existing"})
+		return runLockPath(Config{Provider: "existing"})
 	}
 	want := lock(one, "")
 	for _, c := range []struct{ kubeconfig, context string }{{one, "mine"}, {one, "other"}, {same, ""}, {one + ":" + elsewhere, ""}} {

@@ -29,8 +29,14 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 )
 
-// Input says which cluster the tests need and what must run on it.
-type Input struct {
+// Input is Config's earlier name.
+//
+// Deprecated: use Config.
+type Input = Config
+
+// Config is the configuration of the cluster under test: which cluster the tests need (its provider
+// and name, the images to run) and what must run on it (the stack, your API types).
+type Config struct {
 	// Name identifies the provider in logs and artifact paths.
 	Name string
 	// Provider is envtest, kind or existing; "" reads $CLEANUP_E2E_PROVIDER (envtest when unset).
@@ -58,7 +64,7 @@ type Input struct {
 }
 
 // ProviderName is in.Provider, else $CLEANUP_E2E_PROVIDER, else envtest.
-func (in Input) ProviderName() string {
+func (in Config) ProviderName() string {
 	if in.Provider != "" {
 		return in.Provider
 	}
@@ -77,14 +83,14 @@ type Env struct {
 	hold *runHold
 	// apiLocks is the path Environment.APIs locks next to (apiLocksPath), for the run's other processes.
 	apiLocks string
-	// name is the run's (Input.Name): its set-up and teardown in the time budget.
+	// name is the run's (Config.Name): its set-up and teardown in the time budget.
 	name string
 }
 
 // Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
 // started is stopped again. On a shared cluster the run holds it shared (runlock.go), and the disruptive
 // lock when its stack has something disruptive (disruptive.go).
-func Start(ctx context.Context, in Input) (*Env, error) {
+func Start(ctx context.Context, in Config) (*Env, error) {
 	if in.Log.GetSink() == nil {
 		in.Log = logr.Discard()
 	}
@@ -233,7 +239,7 @@ func Connected(p cluster.Provider, schemes ...func(*runtime.Scheme) error) (clus
 
 // newProvider starts the provider in.ProviderName() names. It only creates or connects to the
 // cluster: what runs on it is the stack's (Start).
-func newProvider(ctx context.Context, in Input) (cluster.Provider, error) {
+func newProvider(ctx context.Context, in Config) (cluster.Provider, error) {
 	switch name := in.ProviderName(); name {
 	case "envtest":
 		opts := []envtest.Option{envtest.WithName(in.Name), envtest.WithLogger(in.Log.WithName(in.Name)),
@@ -300,7 +306,7 @@ func Connect(ctx context.Context, s Shared, log logr.Logger) (cluster.Provider, 
 
 // registryFor is the input's registry plus, when the stack has the operand-cleanup controller, its
 // image (so that on envtest the Deployment the stack installs runs).
-func registryFor(in Input) *localruntime.Registry {
+func registryFor(in Config) *localruntime.Registry {
 	r := in.Registry
 	if r == nil {
 		r = localruntime.NewRegistry()
@@ -314,7 +320,7 @@ func registryFor(in Input) *localruntime.Registry {
 // Shared reports whether the provider's cluster is the machine's one cluster (kind, existing), which
 // runs take turns on (runlock.go) and whose processes all use it. An envtest cluster is the run's own;
 // in a parallel run its processes share it too (framework/suite): process 1 starts it, the others Connect.
-func (in Input) Shared() bool {
+func (in Config) Shared() bool {
 	p := in.ProviderName()
 	return p == "kind" || p == "existing"
 }
@@ -324,8 +330,8 @@ func (in Input) Shared() bool {
 
 // RunsPods reports whether the provider's nodes run pods (kind, existing); envtest runs only the
 // operators of its registry, in-process.
-func (in Input) RunsPods() bool { return in.ProviderName() != "envtest" }
+func (in Config) RunsPods() bool { return in.ProviderName() != "envtest" }
 
 // LoadsImages reports whether the provider loads the images scripts/images.sh built into its nodes
 // (kind); on an existing cluster they must be there already.
-func (in Input) LoadsImages() bool { return in.ProviderName() == "kind" }
+func (in Config) LoadsImages() bool { return in.ProviderName() == "kind" }

@@ -31,10 +31,11 @@ const Image = "fixtures.local/widget-operator:v0.1.0"
 // BundleDir is the registry-v1 bundle (in your repo, e.g. filepath.Join("..", "..", "bundle")).
 var BundleDir = filepath.Join("..", "..", "..", "..", "bundles", "widget-operator", "v0.1.0")
 
-// Cluster is the cluster the suites need: the stack (OLM, the operand-cleanup controller) is detected
-// and installed only when missing, and what the run installed is removed at the end.
-func Cluster(name string) testenv.Input {
-	return testenv.Input{
+// ClusterConfig is the configuration of the cluster the suites need: the stack (OLM, the
+// operand-cleanup controller) is detected and installed only when missing, and what the run installed
+// is removed at the end.
+func ClusterConfig(name string) testenv.Config {
+	return testenv.Config{
 		Name:     name,
 		Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{Image: fixtures.Binary}), // envtest
 		Images:   []string{Image},                                                                      // kind

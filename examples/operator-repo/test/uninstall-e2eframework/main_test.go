@@ -17,7 +17,7 @@ import (
 
 var (
 	testEnv env.Environment
-	cluster = e2eframework.New(operator.Cluster("widget-uninstall-e2efw"))
+	cluster = e2eframework.New(operator.ClusterConfig("widget-uninstall-e2efw"))
 )
 
 func TestMain(m *testing.M) {

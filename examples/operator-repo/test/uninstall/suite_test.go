@@ -22,6 +22,6 @@ func TestUninstall(t *testing.T) {
 
 // The Ginkgo processes of `ginkgo -p` share one cluster on every provider, envtest included: process 1
 // starts it (or connects to it) and ensures the stack, the others connect to it.
-var clusterUnderTest = suite.Environment(operator.Cluster("widget-uninstall"))
+var clusterUnderTest = suite.Environment(operator.ClusterConfig("widget-uninstall"))
 
 var _ = specs.DescribeOperandCleanup(operator.Uninstall(clusterUnderTest))
