@@ -80,8 +80,10 @@ func TestSpecTree(t *testing.T) {
 	for container, want := range map[string][]string{
 		// unset, disabled, enabled, pending, cap, abort, upgrade: all global, the only mode the CSV allows.
 		"Operand cleanup of global-only": slices.Repeat([]string{all}, 7),
-		// unset, disabled, pending, cap, abort in the first supported mode; enabled in each of the four.
-		"Operand cleanup of every-mode":             append(slices.Repeat([]string{own}, 5), installModes...),
+		// unset, disabled, pending, cap, abort in the first supported mode; enabled in each of the four;
+		// the OperatorGroup dropping a target mid-cleanup in MultiNamespace (retarget.go).
+		"Operand cleanup of every-mode": append(append(slices.Repeat([]string{own}, 5), installModes...),
+			string(operatorsv1alpha1.InstallModeTypeMultiNamespace)),
 		"Cleanup-enabled uninstall of enabled-only": {all},
 	} {
 		got := slices.Clone(modes[container])
