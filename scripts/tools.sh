@@ -38,4 +38,5 @@ else
   bash "$REPO_ROOT/scripts/build-etcd.sh"
 fi
 bash "$REPO_ROOT/scripts/build-olm.sh" olm
+bash "$REPO_ROOT/scripts/build-olmv1.sh" # OLM v1: operator-controller and catalogd (framework/olmv1; cold ≈ 10 min)
 log "envtest toolchain ready in $((SECONDS - start))s under $BIN_DIR"

@@ -1,0 +1,219 @@
+package olmv1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
+)
+
+const (
+	installNS  = "widget-system"
+	installer  = "installer"
+	widgetCRD  = "widgets.fixtures.cleanup-e2e.io"
+	deployment = "widget-operator" // the CSV's deployment name
+)
+
+// TestClusterExtensionDeletion installs widget-operator v0.1.0 through a ClusterCatalog and a
+// ClusterExtension, lets it reconcile Widgets in two namespaces, deletes the ClusterExtension (what
+// upstream documents as uninstalling) and gives each Widget its verdict.
+//
+// It asserts OLM v1 v1.2.0's behaviour as measured, not what an operator team wants: the garbage
+// collector removes the operator's Deployment, ServiceAccount and RBAC at the same time as the CRDs,
+// so the CRD's cleanup deletes Widgets whose operator is gone: every Widget stays Terminating, and so
+// does the CRD (docs/olm-v1.md). A change upstream (an ordered uninstall, a helm uninstall, CRs
+// deleted first) fails it with each Widget's verdict.
+func TestClusterExtensionDeletion(t *testing.T) {
+	if _, err := olmv1.OperatorController.Path(); err != nil {
+		t.Skipf("OLM v1 not built: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	start := time.Now()
+	crds, err := olmv1.CRDPaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The CRDs with the control plane, before kube-controller-manager starts: its garbage collector
+	// learns of a later CRD only at its next discovery sync (every 30 s), and until then leaves the
+	// ClusterExtension's dependents alone after its deletion (measured: 37 s, the Deployment last).
+	p, c := envtest.ForTest(ctx, t, envtest.WithName("olmv1"), envtest.WithoutOLM(), envtest.WithCRDPaths(crds...),
+		envtest.WithRegistry(localruntime.NewRegistry(fixtures.Images())))
+
+	reg, err := olmv1.StartRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Stop() })
+	if err := reg.PushFixtures(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := olmv1.Start(ctx, olmv1.Config{Client: c, Kubeconfig: p.KubeconfigPath(),
+		WorkDir: filepath.Join(p.WorkDir(), "olmv1"), InsecureRegistries: []string{reg.Host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, pr := range []*process.Process{m.Catalogd, m.OperatorController} {
+				t.Logf("last lines of %s:\n%s", pr.LogPath, process.Tail(pr.LogPath, 30))
+			}
+		}
+		if err := m.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("control plane, registry and OLM v1 up in %s", time.Since(start).Round(time.Millisecond))
+
+	cat := olmv1.ClusterCatalog("fixtures", reg.CatalogRef())
+	if err := c.Create(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	if err := olmv1.WaitCondition(ctx, c, intervals.CatalogReady, cat, "Serving"); err != nil {
+		t.Fatal(err)
+	}
+	if err := olmv1.CreateInstaller(ctx, c, installNS, installer); err != nil {
+		t.Fatal(err)
+	}
+	ce := olmv1.ClusterExtension("widget", installNS, installer, "widget-operator", "0.1.0")
+	if err := c.Create(ctx, ce); err != nil {
+		t.Fatal(err)
+	}
+	if err := olmv1.WaitCondition(ctx, c, intervals.OLMInstall, ce, "Installed"); err != nil {
+		t.Fatal(err)
+	}
+	depKey := types.NamespacedName{Namespace: installNS, Name: deployment}
+	if err := kube.WaitDeploymentAvailable(ctx, c, depKey, intervals.Get(intervals.DeploymentAvailable)); err != nil {
+		t.Fatalf("the extension's Deployment, run by the local runtime: %v", err)
+	}
+	t.Logf("ClusterExtension Installed, operator running, %s after the start", time.Since(start).Round(time.Millisecond))
+
+	var widgets []*unstructured.Unstructured
+	for _, ns := range []string{"team-a", "team-b"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"w1", "w2"} {
+			w := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+			w.SetGroupVersionKind(fixturesv1alpha1.GroupVersion.WithKind("Widget"))
+			w.SetNamespace(ns)
+			w.SetName(name)
+			if err := c.Create(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			widgets = append(widgets, w)
+		}
+	}
+	for _, w := range widgets {
+		err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+			err := widget.Reconciled(ctx, c, w)
+			return err == nil, fmt.Sprint(err)
+		})
+		if err != nil {
+			t.Fatalf("widget-operator to put its finalizer and record on Widget %s/%s: %v", w.GetNamespace(), w.GetName(), err)
+		}
+	}
+
+	deleted := time.Now()
+	if err := c.Delete(ctx, ce); err != nil {
+		t.Fatal(err)
+	}
+	// Settled: the ClusterExtension and the operator's Deployment gone, the local runtime no longer
+	// running it (nothing can finalize a Widget after that), and every Widget gone or pending deletion.
+	last := ""
+	err = intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+		done, why := settled(ctx, c, p, ce, depKey, widgets)
+		if why != last { // the timeline, in the test's log
+			t.Logf("+%s %s", time.Since(deleted).Round(time.Millisecond), why)
+			last = why
+		}
+		return done, why
+	})
+	if err != nil {
+		t.Fatalf("the uninstall to settle after deleting ClusterExtension %s: %v", ce.GetName(), err)
+	}
+	verdicts, err := olmv1.Judge(ctx, c, widgets, widget.Finalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s after deleting ClusterExtension %s:\n%s", time.Since(deleted).Round(time.Millisecond), ce.GetName(), olmv1.Report(verdicts))
+
+	// As measured on v1.2.0 (docs/olm-v1.md): no Widget finalized, each stuck Terminating.
+	for _, v := range verdicts {
+		if v.Verdict != olmv1.StuckTerminating {
+			t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to its CRs: want every Widget %q, as measured; got:\n%s",
+				olmv1.Version, olmv1.StuckTerminating, olmv1.Report(verdicts))
+			break
+		}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
+		t.Errorf("CRD %s: want it Terminating while its Widgets are stuck, got %v", widgetCRD, err)
+	} else if crd.DeletionTimestamp == nil || !hasCondition(crd, apiextensionsv1.Terminating, "InstanceDeletionInProgress") {
+		t.Errorf("CRD %s: want it Terminating (InstanceDeletionInProgress), got deletionTimestamp %v, conditions %+v", widgetCRD, crd.DeletionTimestamp, crd.Status.Conditions)
+	}
+	if t.Failed() {
+		t.Logf("the operator's log: %s", filepath.Join(p.Runtime().LogDir()))
+	}
+	_ = os.Stdout.Sync()
+}
+
+func hasCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType, reason string) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == typ && c.Status == apiextensionsv1.ConditionTrue && c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// settled: the ClusterExtension and the operator's Deployment gone, the local runtime no longer
+// running it (nothing can finalize a Widget after that), and every Widget gone or pending deletion.
+func settled(ctx context.Context, c client.Client, p *envtest.Provider, ce *unstructured.Unstructured, depKey types.NamespacedName,
+	widgets []*unstructured.Unstructured) (bool, string) {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ce), ce.DeepCopy()); !apierrors.IsNotFound(err) {
+		return false, fmt.Sprintf("ClusterExtension %s still there (error %v)", ce.GetName(), err)
+	}
+	dep := &appsv1.Deployment{}
+	if err := c.Get(ctx, depKey, dep); !apierrors.IsNotFound(err) {
+		return false, fmt.Sprintf("Deployment %s still there (deletionTimestamp %v, finalizers %v, error %v)", depKey, dep.DeletionTimestamp, dep.Finalizers, err)
+	}
+	if slices.Contains(p.Runtime().Running(), depKey) {
+		return false, fmt.Sprintf("the local runtime still runs %s", depKey)
+	}
+	for _, w := range widgets {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(w.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(w), live)
+		if err == nil && live.GetDeletionTimestamp() == nil {
+			return false, fmt.Sprintf("Widget %s/%s not deleted yet", w.GetNamespace(), w.GetName())
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err.Error()
+		}
+	}
+	return true, "settled"
+}
