@@ -136,7 +136,9 @@ image() {
   # In the scripts' compile mode (lib.sh), which the envtest runs of the suite build ./cmd in too.
   step "go build the manager (the scaffold's module)" go build -C "$SCAFFOLD" -o "$ctx/manager" ./cmd
   printf 'FROM scratch\nCOPY manager /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n' >"$ctx/Dockerfile"
-  step "docker build $IMAGE" env DOCKER_BUILDKIT=0 docker build -q -t "$IMAGE" "$ctx" >/dev/null
+  # the legacy builder (no BuildKit here) warns on stderr on every build: shown only on failure
+  step "docker build $IMAGE" bash -c 'DOCKER_BUILDKIT=0 docker build -q -t "$1" "$2" >/dev/null 2>"$3" || { cat "$3" >&2; exit 1; }' \
+    _ "$IMAGE" "$ctx" "$KB_CACHE/image.err"
 }
 
 case ${1:-all} in
