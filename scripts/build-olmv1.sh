@@ -9,9 +9,10 @@
 # version, as build-olm.sh does offline. (Taking them out of the release image by digest, like
 # build-olm.sh, is left for a machine that reaches quay.io.)
 #
-# Build flags as upstream's Makefile (static, -trimpath) plus -tags containers_image_openpgp: with CGO
-# off, containers/image's signature/mechanism_gpgme.go does not build without it (undefined: gpgme.…).
-# Cold, empty Go cache, 2 cores under load: ≈ 10 min; warm ≈ 1 min (docs/olm-v1.md).
+# The one compile mode of scripts/lib.sh (static, -trimpath) with -tags containers_image_openpgp
+# instead of its Kubernetes tags: with CGO off, containers/image's signature/mechanism_gpgme.go does
+# not build without it (undefined: gpgme.…). Measured on 2 cores under load (docs/olm-v1.md): empty Go
+# build cache ≈ 11 min; build cache warm ≈ 10 s.
 #
 # Usage: scripts/build-olmv1.sh
 . "$(dirname "$0")/lib.sh"
@@ -44,7 +45,7 @@ done
 
 pkgs=()
 for b in "${missing[@]}"; do pkgs+=("$mod/cmd/$b"); done
-step "build OLM v1 ${missing[*]} $OLMV1_VERSION (cold ≈ 10 min, warm ≈ 1 min)" \
+step "build OLM v1 ${missing[*]} $OLMV1_VERSION (cold ≈ 11 min)" \
   go_wrapper_build_all "$src" "$out" -tags containers_image_openpgp \
   -ldflags "-s -w -X $mod/internal/shared/version.version=$OLMV1_VERSION" -- "${pkgs[@]}"
 for b in "${missing[@]}"; do echo "$OLMV1_VERSION" > "$out/.$b.stamp"; done

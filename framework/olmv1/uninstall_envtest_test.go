@@ -3,7 +3,6 @@ package olmv1_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -47,11 +46,114 @@ const (
 // does the CRD (docs/olm-v1.md). A change upstream (an ordered uninstall, a helm uninstall, CRs
 // deleted first) fails it with each Widget's verdict.
 func TestClusterExtensionDeletion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	in := install(ctx, t)
+	p, c, ce, widgets := in.p, in.c, in.ce, in.widgets
+	deleted := time.Now()
+	if err := c.Delete(ctx, ce); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(ctx, t, in, deleted)
+	verdicts, err := olmv1.Judge(ctx, c, widgets, widget.Finalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s after deleting ClusterExtension %s:\n%s", time.Since(deleted).Round(time.Millisecond), ce.GetName(), olmv1.Report(verdicts))
+
+	// As measured on v1.2.0 (docs/olm-v1.md): no Widget finalized, each stuck Terminating.
+	for _, v := range verdicts {
+		if v.Verdict != olmv1.StuckTerminating {
+			t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to its CRs: want every Widget %q, as measured; got:\n%s",
+				olmv1.Version, olmv1.StuckTerminating, olmv1.Report(verdicts))
+			break
+		}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
+		t.Errorf("CRD %s: want it Terminating while its Widgets are stuck, got %v", widgetCRD, err)
+	} else if crd.DeletionTimestamp == nil || !hasCondition(crd, apiextensionsv1.Terminating, "InstanceDeletionInProgress") {
+		t.Errorf("CRD %s: want it Terminating (InstanceDeletionInProgress), got deletionTimestamp %v, conditions %+v", widgetCRD, crd.DeletionTimestamp, crd.Status.Conditions)
+	}
+	if t.Failed() {
+		t.Logf("widget-operator's log is under %s", p.Runtime().LogDir())
+	}
+}
+
+// TestCRsDeletedBeforeTheClusterExtension is the order an operator team can use today: delete the
+// CRs and wait for them to go while the operator runs, then delete the ClusterExtension. Every Widget
+// is finalized by its operator and the CRD goes with the extension.
+func TestCRsDeletedBeforeTheClusterExtension(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	in := install(ctx, t)
+	c := in.c
+	for _, w := range in.widgets {
+		if err := c.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range in.widgets {
+		err := intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(w), w.DeepCopy())
+			return apierrors.IsNotFound(err), fmt.Sprintf("Widget %s/%s still there (error %v)", w.GetNamespace(), w.GetName(), err)
+		})
+		if err != nil {
+			t.Fatalf("Widget %s/%s to be gone while its operator runs: %v", w.GetNamespace(), w.GetName(), err)
+		}
+	}
+	deleted := time.Now()
+	if err := c.Delete(ctx, in.ce); err != nil {
+		t.Fatal(err)
+	}
+	waitSettled(ctx, t, in, deleted)
+	verdicts, err := olmv1.Judge(ctx, c, in.widgets, widget.Finalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verdicts:\n%s", olmv1.Report(verdicts))
+	for _, v := range verdicts {
+		if v.Verdict != olmv1.Finalized {
+			t.Errorf("want every Widget %q when the CRs go before the ClusterExtension; got:\n%s", olmv1.Finalized, olmv1.Report(verdicts))
+			break
+		}
+	}
+	err = intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+		err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, &apiextensionsv1.CustomResourceDefinition{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (error %v)", widgetCRD, err)
+	})
+	if err != nil {
+		t.Errorf("CRD %s to go with ClusterExtension %s once no Widget is left: %v", widgetCRD, in.ce.GetName(), err)
+	}
+}
+
+func hasCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType, reason string) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == typ && c.Status == apiextensionsv1.ConditionTrue && c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// installed is widget-operator installed through OLM v1 on a fresh envtest cluster, with reconciled
+// Widgets in two namespaces.
+type installed struct {
+	p       *envtest.Provider
+	c       client.Client
+	ce      *unstructured.Unstructured
+	depKey  types.NamespacedName
+	widgets []*unstructured.Unstructured
+}
+
+// install starts a control plane, the registry and OLM v1, installs widget-operator v0.1.0 through a
+// ClusterCatalog and a ClusterExtension, and creates two Widgets in each of two namespaces, returning
+// once the operator has put its finalizer and record on each.
+func install(ctx context.Context, t *testing.T) installed {
+	t.Helper()
 	if _, err := olmv1.OperatorController.Path(); err != nil {
 		t.Skipf("OLM v1 not built: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	start := time.Now()
 	crds, err := olmv1.CRDPaths()
 	if err != nil {
@@ -137,57 +239,26 @@ func TestClusterExtensionDeletion(t *testing.T) {
 		}
 	}
 
-	deleted := time.Now()
-	if err := c.Delete(ctx, ce); err != nil {
-		t.Fatal(err)
-	}
-	// Settled: the ClusterExtension and the operator's Deployment gone, the local runtime no longer
-	// running it (nothing can finalize a Widget after that), and every Widget gone or pending deletion.
+	return installed{p: p, c: c, ce: ce, depKey: depKey, widgets: widgets}
+}
+
+// waitSettled waits until the ClusterExtension and the operator's Deployment are gone, the local
+// runtime no longer runs the operator (nothing can finalize a Widget after that) and every Widget is
+// gone or pending deletion, logging each change with its time since deleted: the timeline.
+func waitSettled(ctx context.Context, t *testing.T, in installed, deleted time.Time) {
+	t.Helper()
 	last := ""
-	err = intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
-		done, why := settled(ctx, c, p, ce, depKey, widgets)
-		if why != last { // the timeline, in the test's log
+	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+		done, why := settled(ctx, in.c, in.p, in.ce, in.depKey, in.widgets)
+		if why != last {
 			t.Logf("+%s %s", time.Since(deleted).Round(time.Millisecond), why)
 			last = why
 		}
 		return done, why
 	})
 	if err != nil {
-		t.Fatalf("the uninstall to settle after deleting ClusterExtension %s: %v", ce.GetName(), err)
+		t.Fatalf("the uninstall to settle after deleting ClusterExtension %s: %v", in.ce.GetName(), err)
 	}
-	verdicts, err := olmv1.Judge(ctx, c, widgets, widget.Finalized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s after deleting ClusterExtension %s:\n%s", time.Since(deleted).Round(time.Millisecond), ce.GetName(), olmv1.Report(verdicts))
-
-	// As measured on v1.2.0 (docs/olm-v1.md): no Widget finalized, each stuck Terminating.
-	for _, v := range verdicts {
-		if v.Verdict != olmv1.StuckTerminating {
-			t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to its CRs: want every Widget %q, as measured; got:\n%s",
-				olmv1.Version, olmv1.StuckTerminating, olmv1.Report(verdicts))
-			break
-		}
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
-		t.Errorf("CRD %s: want it Terminating while its Widgets are stuck, got %v", widgetCRD, err)
-	} else if crd.DeletionTimestamp == nil || !hasCondition(crd, apiextensionsv1.Terminating, "InstanceDeletionInProgress") {
-		t.Errorf("CRD %s: want it Terminating (InstanceDeletionInProgress), got deletionTimestamp %v, conditions %+v", widgetCRD, crd.DeletionTimestamp, crd.Status.Conditions)
-	}
-	if t.Failed() {
-		t.Logf("the operator's log: %s", filepath.Join(p.Runtime().LogDir()))
-	}
-	_ = os.Stdout.Sync()
-}
-
-func hasCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType, reason string) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == typ && c.Status == apiextensionsv1.ConditionTrue && c.Reason == reason {
-			return true
-		}
-	}
-	return false
 }
 
 // settled: the ClusterExtension and the operator's Deployment gone, the local runtime no longer
