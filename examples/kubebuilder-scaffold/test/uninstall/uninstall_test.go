@@ -37,7 +37,7 @@ const image = "example.com/memcached-scaffold:v0.0.1"
 // finalizer is the one the operator's controller adds to every Memcached and removes when it is deleted.
 const finalizer = "cache.scaffold.example.com/finalizer"
 
-var clusterUnderTest = suite.Environment(testenv.Input{
+var clusterUnderTest = suite.Environment(testenv.Config{
 	Name: "kubebuilder-scaffold-uninstall",
 	// envtest: the operator's cmd/main.go, built in the operator's module with its own go.mod
 	Registry: localruntime.NewRegistry().RegisterBinary(image, localruntime.Binary{Package: "./cmd", Dir: root}),

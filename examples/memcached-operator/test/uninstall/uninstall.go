@@ -27,8 +27,8 @@ const Image = "example.com/memcached-operator:v0.0.1"
 
 // Cluster is what the suite needs: OLM, the operand-cleanup controller, the CRD of the bundle's
 // ServiceMonitor, and on envtest the operator's own main built from ./cmd.
-func Cluster() testenv.Input {
-	return testenv.Input{
+func Cluster() testenv.Config {
+	return testenv.Config{
 		Name:     "memcached-uninstall",
 		Registry: localruntime.NewRegistry().RegisterBinary(Image, localruntime.Binary{Package: "./cmd", Dir: root}),
 		Images:   []string{Image},
