@@ -12,8 +12,8 @@
 # The one compile mode of scripts/lib.sh (static, -trimpath) with -tags containers_image_openpgp
 # instead of its Kubernetes tags: with CGO off, containers/image's signature/mechanism_gpgme.go does
 # not build without it (undefined: gpgme.…). Measured on 2 cores under load (docs/olm-v1.md): empty Go
-# build cache ≈ 11 min; build cache warm ≈ 10 s, 1.5 min with a new wrapper module (6 s of CPU: the
-# rest waits on the network while the go command fills its go.sum).
+# build cache ≈ 11 min; build cache warm ≈ 10 s, 1.5 min with a new wrapper module (6 s of CPU; the
+# wait not looked into, likely the go command filling the new go.sum over the network).
 #
 # Usage: scripts/build-olmv1.sh
 . "$(dirname "$0")/lib.sh"
