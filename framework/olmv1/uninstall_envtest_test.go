@@ -42,8 +42,8 @@ const (
 //
 // It asserts OLM v1 v1.2.0's behaviour as measured, not what an operator team wants: the garbage
 // collector removes the operator's Deployment, ServiceAccount and RBAC at the same time as the CRDs,
-// so the CRD's cleanup deletes Widgets whose operator is gone: every Widget stays Terminating, and so
-// does the CRD (docs/olm-v1.md). A change upstream (an ordered uninstall, a helm uninstall, CRs
+// so the CRD's cleanup deletes Widgets whose operator is gone: they stay Terminating (every one, as
+// measured; the order is a race), and so does the CRD (docs/olm-v1.md). A change upstream (an ordered uninstall, a helm uninstall, CRs
 // deleted first) fails it with each Widget's verdict.
 func TestClusterExtensionDeletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -61,13 +61,24 @@ func TestClusterExtensionDeletion(t *testing.T) {
 	}
 	t.Logf("%s after deleting ClusterExtension %s:\n%s", time.Since(deleted).Round(time.Millisecond), ce.GetName(), olmv1.Report(verdicts))
 
-	// As measured on v1.2.0 (docs/olm-v1.md): no Widget finalized, each stuck Terminating.
+	// As measured on v1.2.0 (docs/olm-v1.md): every Widget stuck Terminating. Which goes first, the
+	// operator's permissions or the CRD cleanup's deletes, is a race upstream, so a Widget the operator
+	// finalized in time is possible: what must hold is that the uninstall is not clean — some Widget is
+	// stuck, none is left undeleted — as long as upstream deletes the CRD with the operator.
+	stuck := 0
 	for _, v := range verdicts {
-		if v.Verdict != olmv1.StuckTerminating {
-			t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to its CRs: want every Widget %q, as measured; got:\n%s",
-				olmv1.Version, olmv1.StuckTerminating, olmv1.Report(verdicts))
-			break
+		switch v.Verdict {
+		case olmv1.StuckTerminating:
+			stuck++
+		case olmv1.Finalized:
+		default:
+			t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to its CRs: Widget %s/%s is %q; as measured, each is stuck Terminating (or finalized, when the operator wins the race); got:\n%s",
+				olmv1.Version, v.Namespace, v.Name, v.Verdict, olmv1.Report(verdicts))
 		}
+	}
+	if stuck == 0 {
+		t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to its CRs: no Widget is stuck Terminating, as measured every Widget was; got:\n%s",
+			olmv1.Version, olmv1.Report(verdicts))
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
