@@ -75,7 +75,7 @@ func Collect(ctx context.Context, in CollectInput) (string, error) {
 	for _, ns := range in.Namespaces {
 		errs = append(errs, dumpNamespace(ctx, in.Client, resources, ns, filepath.Join(dir, "namespaces", ns)))
 		if cs != nil {
-			errs = append(errs, dumpPodLogs(ctx, cs, ns, filepath.Join(dir, "namespaces", ns, "logs")))
+			errs = append(errs, PodLogs(ctx, cs, ns, filepath.Join(dir, "namespaces", ns, "logs")))
 		}
 	}
 	errs = append(errs, dumpOLMClusterRBAC(ctx, in.Client, filepath.Join(dir, "cluster")))
@@ -143,11 +143,11 @@ func dumpNamespace(ctx context.Context, c client.Client, gvks []schema.GroupVers
 // podLogLimit bounds each container log kept: its end, where an operator says why it failed.
 const podLogLimit = 10 << 20
 
-// dumpPodLogs keeps the log of every container of the namespace's pods (on a cluster with nodes: an
+// PodLogs keeps the log of every container of the namespace's pods (on a cluster with nodes: an
 // operator's, the spec's operands'), and of its previous run when it restarted — a crash-looping
 // operator's cause is there. On envtest there are no pods: the provider's own artifacts hold the
 // operators' logs.
-func dumpPodLogs(ctx context.Context, cs kubernetes.Interface, ns, dir string) error {
+func PodLogs(ctx context.Context, cs kubernetes.Interface, ns, dir string) error {
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) == 0 {
 		return err

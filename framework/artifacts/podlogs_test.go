@@ -18,7 +18,7 @@ func TestPodLogsKeepThePreviousRunOfARestartedContainer(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "op", Name: "manager-7d9f"},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "manager", RestartCount: 4}, {Name: "proxy"}}}}
 	dir := t.TempDir()
-	if err := dumpPodLogs(context.Background(), kubefake.NewClientset(pod), "op", dir); err != nil {
+	if err := PodLogs(context.Background(), kubefake.NewClientset(pod), "op", dir); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -35,7 +35,7 @@ func TestPodLogsKeepThePreviousRunOfARestartedContainer(t *testing.T) {
 	}
 	// No pods (envtest): nothing written, no error.
 	empty := filepath.Join(t.TempDir(), "logs")
-	if err := dumpPodLogs(context.Background(), kubefake.NewClientset(), "op", empty); err != nil {
+	if err := PodLogs(context.Background(), kubefake.NewClientset(), "op", empty); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(empty); !os.IsNotExist(err) {

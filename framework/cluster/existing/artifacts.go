@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 )
 
@@ -70,51 +69,12 @@ func writeEvents(ctx context.Context, cs kubernetes.Interface, ns, path string) 
 }
 
 func writePodLogs(ctx context.Context, cs kubernetes.Interface, ns, dir string) error {
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return fmt.Errorf("pods of %s: %w", ns, err)
 	}
 	if len(pods.Items) == 0 {
 		return os.WriteFile(filepath.Join(dir, "no-pods.txt"), []byte("no pods in "+ns+" (a node-less cluster, or nothing running)\n"), 0o644)
 	}
-	var errs []error
-	for _, pod := range pods.Items {
-		for _, c := range pod.Spec.Containers {
-			for _, previous := range []bool{false, true} {
-				if previous && !restarted(pod, c.Name) {
-					continue
-				}
-				name := pod.Name + "_" + c.Name + ".log"
-				if previous {
-					name = pod.Name + "_" + c.Name + ".previous.log"
-				}
-				errs = append(errs, copyLog(ctx, cs, ns, pod.Name, &corev1.PodLogOptions{Container: c.Name, Previous: previous,
-					LimitBytes: ptr.To[int64](10 << 20)}, filepath.Join(dir, name)))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func restarted(pod corev1.Pod, container string) bool {
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == container {
-			return s.RestartCount > 0
-		}
-	}
-	return false
-}
-
-func copyLog(ctx context.Context, cs kubernetes.Interface, ns, pod string, opts *corev1.PodLogOptions, path string) error {
-	rc, err := cs.CoreV1().Pods(ns).GetLogs(pod, opts).Stream(ctx)
-	if err != nil {
-		return fmt.Errorf("logs of %s/%s: %w", ns, pod, err)
-	}
-	defer rc.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, rc)
-	return errors.Join(err, f.Close())
+	return artifacts.PodLogs(ctx, cs, ns, dir)
 }
