@@ -194,9 +194,14 @@ func dumpEvents(ctx context.Context, c client.Client, ns, path string) error {
 	if err := c.List(ctx, events, client.InNamespace(ns)); err != nil {
 		return err
 	}
-	sort.Slice(events.Items, func(i, j int) bool { return eventTime(events.Items[i]).Before(eventTime(events.Items[j])) })
+	return WriteEvents(path, events.Items)
+}
+
+// WriteEvents writes events to path, one line each in the order they happened.
+func WriteEvents(path string, events []corev1.Event) error {
+	sort.Slice(events, func(i, j int) bool { return eventTime(events[i]).Before(eventTime(events[j])) })
 	var b strings.Builder
-	for _, e := range events.Items {
+	for _, e := range events {
 		fmt.Fprintf(&b, "%s %s %s %s/%s: %s (x%d)\n", eventTime(e).Format(time.RFC3339), e.Type, e.Reason,
 			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1))
 	}

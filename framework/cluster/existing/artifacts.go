@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -51,21 +47,7 @@ func writeEvents(ctx context.Context, cs kubernetes.Interface, ns, path string) 
 	if err != nil {
 		return fmt.Errorf("events of %s: %w", ns, err)
 	}
-	at := func(e corev1.Event) time.Time {
-		for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time} {
-			if !t.IsZero() {
-				return t
-			}
-		}
-		return e.CreationTimestamp.Time
-	}
-	sort.Slice(events.Items, func(i, j int) bool { return at(events.Items[i]).Before(at(events.Items[j])) })
-	var b strings.Builder
-	for _, e := range events.Items {
-		fmt.Fprintf(&b, "%s %s %s %s/%s: %s (x%d)\n", at(e).Format(time.RFC3339), e.Type, e.Reason,
-			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, max(e.Count, 1))
-	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	return artifacts.WriteEvents(path, events.Items)
 }
 
 func writePodLogs(ctx context.Context, cs kubernetes.Interface, ns, dir string) error {
