@@ -15,7 +15,7 @@ help: ## list targets
 tools: ## build kube-apiserver, kube-controller-manager, etcd and olm from the Go module proxy (cached)
 	@scripts/tools.sh
 
-test: tools ## unit tests + every suite on the envtest provider + the example consumers (CI stage 1); TEST_PARALLEL test binaries at once (default 6)
+test: tools ## unit tests + every suite on the envtest provider + the example consumers (CI stage 1)
 	@scripts/test.sh
 
 flake-hunt: ## make test FLAKE_HUNT_RUNS times (default 20, every second under stress-ng), then the e2e suites on envtest with ginkgo --repeat; per-test runs and failures in ARTIFACTS/flake-hunt

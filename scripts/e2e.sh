@@ -117,13 +117,13 @@ else
   # for a Serial spec, and remove what they installed as the last run alive
   # (framework/testenv/runlock.go). So every suite runs at once, each its own Ginkgo run, and on kind
   # the example consumers too (examples/*: Ginkgo and e2e-framework, as a consumer repo's suites would;
-  # on envtest make test runs them). The suites in E2E_LAST (default cvo) run after the others, alone.
-  # e2e/cvo may run beside them (E2E_LAST= ): only a spec that restarts OLM must not meet its
+  # on envtest make test runs them). The suites in last (e2e/cvo) run after the others, alone.
+  # e2e/cvo could run beside them: only a spec that restarts OLM must not meet its
   # ClusterOperator CRD, and the disruptive lock sees to that (framework/testenv/disruptive.go). On 2
   # cores that gains nothing — the run is CPU-bound, and its Widget spec adds to the API-lock waits of
-  # the AllNamespaces cases — so it stays last by default. Each one's output goes to a file, printed
-  # when it ends.
-  last=" ${E2E_LAST-cvo} "
+  # the AllNamespaces cases — so it stays last, fixed, not a knob (docs/performance.md). Each one's
+  # output goes to a file, printed when it ends.
+  last=" cvo "
   reports=()
   # The suites run from their kept test binaries (scripts/testbin's cache, shared with make test, linked
   # by scripts/e2e-prebuild.sh): ginkgo linked each again on every run (≈ 4 s of CPU a suite, in a run
@@ -167,10 +167,10 @@ else
     reports+=("$ARTIFACTS"/junit-example-*.xml)
   fi
   # Alone, one suite on 2 processes leaves 2 cores about half idle (its specs mostly wait): the last
-  # suites run on E2E_LAST_PROCS (default 4) processes.
+  # suites run on 4 processes, fixed (docs/performance.md).
   for name in $last; do
     [ -d "e2e/$name" ] || continue
-    procs=${E2E_LAST_PROCS:-4} step "e2e suite $name (E2E_LAST: after the others)" \
+    procs=4 step "e2e suite $name (after the others)" \
       ginkgo_run "junit-e2e-$name.xml" "${suite_binary[$name]:-./e2e/$name}" || rc=1
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done

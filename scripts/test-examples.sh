@@ -12,7 +12,7 @@ ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 export ARTIFACTS PROVIDER=${PROVIDER:-${CLEANUP_E2E_PROVIDER:-envtest}}
 export CLEANUP_E2E_PROVIDER=$PROVIDER # what the framework reads (framework/envvar)
-gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
+gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format testname)
 
 # run_example DIR [NAME]: `go test ./...` in one example module (NAME: its directory's); its output
 # goes to standard output.

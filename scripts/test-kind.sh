@@ -13,7 +13,7 @@ step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image
 step "images (scripts/images.sh)" bash scripts/images.sh
 rc=0
 step "kind tier tests (framework/cluster/kind, scripts)" env CLEANUP_E2E_KIND=1 \
-  go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}" \
+  go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format testname \
   --junitfile "$ARTIFACTS/junit-kind.xml" -- -count=1 -timeout 30m ./framework/cluster/kind/ ./scripts/ || rc=1
 log "make test-kind:"
 go run ./scripts/junitsum "$ARTIFACTS/junit-kind.xml" || rc=1

@@ -37,13 +37,12 @@ export GOGC
 # and parks a second thread whenever it has more than one goroutine to run: context switches that buy
 # nothing when every core is taken, and that a paravirtualized VM's kernel pays dearly for. A run alone
 # is at most a few % shorter for it; two runs side by side take ≈ 10 % less CPU (docs/performance.md).
-# Measured on 2 cores only, hence the bound. TEST_GOMAXPROCS=0 keeps Go's default; the caller's GOMAXPROCS wins.
-if [ -z "${TEST_GOMAXPROCS+set}" ]; then
-  TEST_GOMAXPROCS=0
-  if [ "$(nproc)" -le 2 ]; then TEST_GOMAXPROCS=1; fi
-fi
+# Measured on 2 cores only, hence the bound (0: Go's default); fixed, not a knob (docs/performance.md).
+# The caller's GOMAXPROCS wins. Exported for scripts/test-examples.sh.
+TEST_GOMAXPROCS=0
+if [ "$(nproc)" -le 2 ]; then TEST_GOMAXPROCS=1; fi
 export TEST_GOMAXPROCS
-gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format "${GOTESTSUM_FORMAT:-testname}")
+gotestsum=(go run "gotest.tools/gotestsum@$GOTESTSUM_VERSION" --format testname)
 
 rc=0
 # The example consumer repos run alongside (their output is printed after the main run), once the
@@ -60,18 +59,19 @@ rm -f "$linked"
     until [ -e "$linked" ]; do kill -0 $$ 2>/dev/null || exit 1; sleep 0.5; done
   fi
   if [ "${TEST_BINARY_CACHE:-1}" != 0 ]; then export EXAMPLES_TESTBIN=$CACHE_DIR/testbin/testbin; fi
-  EXAMPLES_AT_ONCE=${EXAMPLES_AT_ONCE:-1} bash "$REPO_ROOT/scripts/test-examples.sh"
+  EXAMPLES_AT_ONCE=1 bash "$REPO_ROOT/scripts/test-examples.sh"
 ) >"$examples_log" 2>&1 &
 examples_pid=$!
 # One go test run over unit tests and the Ginkgo suites, so `go test -p` overlaps the long suites with
 # the unit tests (suite.RunSpecs randomizes specs and reads GINKGO_LABEL_FILTER). Six test binaries at
 # once on 2 cores: they mostly wait (control planes, OLM, quiet windows), and with four the four longest
 # suites hold every slot while the cores idle; with eight everything starts at once, the long suites
-# start starved and end the run alone (docs/performance.md).
+# start starved and end the run alone (docs/performance.md: fixed at 6, not a knob).
 # Test binaries are kept between runs in $CACHE_DIR/testbin (scripts/testbin: go test links every one
 # again on each run, ≈ 27 s of a warm run on 2 cores); TEST_BINARY_CACHE=0 runs plain `go test` instead.
+test_parallel=6
 if [ "${TEST_BINARY_CACHE:-1}" = 0 ]; then
-  tests=(-- -count=1 -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
+  tests=(-- -count=1 -p "$test_parallel" -timeout 60m ./...)
 else
   go build -o "$CACHE_DIR/testbin/testbin" ./scripts/testbin
   # Its line on what it linked goes to a file: gotestsum counts a line on standard error as an error.
@@ -79,14 +79,12 @@ else
   # two Ginkgo processes. e2e/cleanup's processes share one envtest cluster (framework/suite): ≈ 40 %
   # shorter for a few % more CPU, so always. The controller suite starts a control plane and a
   # controller per process (≈ 10 % more CPU): on 2 cores, where make test is CPU-bound, that gains
-  # nothing, so only from 4 cores.
-  if [ -z "${GINKGO_SUITE_PROCS+set}" ]; then
-    GINKGO_SUITE_PROCS=e2e/cleanup=2
-    if [ "$(nproc)" -ge 4 ]; then
-      GINKGO_SUITE_PROCS+=,pkg/operandcleanup:TestOperandCleanup=2
-    fi
+  # nothing, so only from 4 cores. Fixed, not a knob (docs/performance.md).
+  ginkgo_suite_procs=e2e/cleanup=2
+  if [ "$(nproc)" -ge 4 ]; then
+    ginkgo_suite_procs+=,pkg/operandcleanup:TestOperandCleanup=2
   fi
-  # TEST_FOREGROUND names the packages that keep the normal CPU priority; every other test binary of
+  # foreground names the packages that keep the normal CPU priority; every other test binary of
   # the main run (and all it starts) runs under nice 5, the examples at the normal one. On ≤ 2 CPUs,
   # where the run is CPU-bound, the two longest suites, which mostly wait (alone ≈ 83 and 65 s, 125-140 s
   # among the rest), stay in front: their control planes, controllers, operators and polls cost CPU
@@ -94,16 +92,13 @@ else
   # docs/performance.md). Naming more packages makes a niced one (framework/cluster/envtest) the
   # longest instead. A niced package's control plane can starve while the run starts everything at
   # once, which is why starts take slots by priority (framework/toolchain) and a wait for a CRD to go
-  # asks its finalizer to retry (framework/stack). TEST_FOREGROUND= (empty) runs everything at one priority.
-  if [ -z "${TEST_FOREGROUND+set}" ]; then
-    TEST_FOREGROUND=
-    if [ "$(nproc)" -le 2 ]; then TEST_FOREGROUND=pkg/operandcleanup,e2e/cleanup; fi
-  fi
-  foreground=$TEST_FOREGROUND
+  # asks its finalizer to retry (framework/stack). Fixed, not a knob (docs/performance.md).
+  foreground=
+  if [ "$(nproc)" -le 2 ]; then foreground=pkg/operandcleanup,e2e/cleanup; fi
   tests=(--raw-command -- "$CACHE_DIR/testbin/testbin" -cache "$CACHE_DIR/testbin" -summary "$ARTIFACTS/testbin.txt"
-    -spans "$ARTIFACTS/testbin.json" -linked-marker "$linked" -ginkgo-procs "${GINKGO_SUITE_PROCS:-}" -foreground "$foreground" -gomaxprocs "$TEST_GOMAXPROCS" -p "${TEST_PARALLEL:=6}" -timeout 60m ./...)
+    -spans "$ARTIFACTS/testbin.json" -linked-marker "$linked" -ginkgo-procs "$ginkgo_suite_procs" -foreground "$foreground" -gomaxprocs "$TEST_GOMAXPROCS" -p "$test_parallel" -timeout 60m ./...)
 fi
-step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $TEST_PARALLEL${foreground:+; under nice 5 but $foreground})" "${gotestsum[@]}" \
+step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (-p $test_parallel${foreground:+; under nice 5 but $foreground})" "${gotestsum[@]}" \
   --junitfile "$ARTIFACTS/junit-unit.xml" "${tests[@]}" || rc=1
 [ ! -s "$ARTIFACTS/testbin.txt" ] || cat "$ARTIFACTS/testbin.txt"
 touch "$linked" # when testbin stopped before linking everything, the examples still run

@@ -27,9 +27,12 @@ type Var struct {
 	Valid func(string) error
 	// Doc says what the variable does, for the table in the README.
 	Doc string
+	// ByScripts: the scripts set it for their own children; the README names it in a sentence, not in
+	// the table a user reads.
+	ByScripts bool
 }
 
-// The variables. Read them with Get; the README's table lists the same.
+// The variables. Read them with Get; the README's table lists the same, but for those set ByScripts.
 var (
 	Provider = Var{Name: "CLEANUP_E2E_PROVIDER", Legacy: "PROVIDER", Valid: oneOf("envtest", "kind", "existing"),
 		Doc: "the cluster provider: envtest (default), kind or existing"}
@@ -51,18 +54,18 @@ var (
 		Doc: "the envtest provider's API server writes an audit log (who made which request) to <dir>/<cluster>.log; scripts/auditsum sums it up"}
 	EnvtestSeed = Var{Name: "CLEANUP_E2E_ENVTEST_SEED", Valid: oneOf("0", "1"),
 		Doc: "0: every envtest control plane starts from an empty etcd instead of a copy of the cached seed (framework/cluster/envtest seed.go)"}
-	StartSlots = Var{Name: "CLEANUP_E2E_START_SLOTS",
-		Doc: "a number ≥ 1: how many envtest control planes may start at once on this machine, across processes (default: one per CPU the process gets, a container's CPU limit included)"}
 	// StartPriority is set by make test's scripts/testbin for each package's tests.
 	StartPriority = Var{Name: "CLEANUP_E2E_START_PRIORITY",
-		Doc: "a number ≥ 0: among envtest control planes waiting to start (one per CPU at a time), a higher one goes first; make test gives each package the seconds it took in its last run"}
+		Doc:       "a number ≥ 0: among envtest control planes waiting to start (one per CPU at a time), a higher one goes first; make test gives each package the seconds it took in its last run",
+		ByScripts: true}
 	// JUnitPerRunDir is set by the flake hunt: each run writes its own JUnit file there.
 	JUnitPerRunDir = Var{Name: "CLEANUP_E2E_JUNIT_PER_RUN_DIR", Legacy: "JUNIT_PER_RUN_DIR", Valid: nonEmpty,
-		Doc: "write each run's JUnit report to a new file in this directory (the flake hunt sets it)"}
+		Doc:       "write each run's JUnit report to a new file in this directory (the flake hunt sets it)",
+		ByScripts: true}
 )
 
 // All is every variable, in the order the README lists them.
-var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, EnvtestSeed, StartSlots, StartPriority, JUnitPerRunDir}
+var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, EnvtestSeed, StartPriority, JUnitPerRunDir}
 
 // Get returns the variable's value: Name's, else Legacy's when Valid accepts it, else "".
 func (v Var) Get() string {

@@ -173,7 +173,7 @@ func outOfTime(timeout time.Duration, knob string) string {
 	}
 	cpus := runtime.NumCPU()
 	if load > 2*float64(cpus) {
-		return fmt.Sprintf(" — it had %s (%s) on a machine with a load average of %.1f on %d CPUs: starved, not hung; run fewer tests at once (make test's TEST_PARALLEL) or give it longer",
+		return fmt.Sprintf(" — it had %s (%s) on a machine with a load average of %.1f on %d CPUs: starved, not hung; run fewer tests at once or give it longer",
 			timeout, knob, load, cpus)
 	}
 	return fmt.Sprintf(" — it had %s (%s) on a machine that was not busy (load average %.1f on %d CPUs): hung; its log says where it stopped", timeout, knob, load, cpus)

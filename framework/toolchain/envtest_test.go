@@ -17,7 +17,6 @@ import (
 
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 )
 
@@ -130,7 +129,7 @@ func TestAStartOutOfTimeIsNotRestartedAndSaysWhy(t *testing.T) {
 // a process that was killed is free again (the kernel drops its lock).
 func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	dir := ownSlots(t)
-	slots := slotCount() // one per CPU the process gets, unless the run sets envvar.StartSlots
+	slots := slotCount() // one per CPU the process gets
 	var (
 		wg            sync.WaitGroup
 		holding, most atomic.Int32
@@ -153,7 +152,7 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	}
 	wg.Wait()
 	if m := most.Load(); m > int32(slots) {
-		t.Errorf("%d starts held a slot at once; want at most %d (one per CPU, or %s)", m, slots, envvar.StartSlots.Name)
+		t.Errorf("%d starts held a slot at once; want at most %d (one per CPU)", m, slots)
 	}
 	if waited.Load() == 0 {
 		t.Errorf("none of %d starts waited for one of %d slots", 3*slots, slots)
@@ -193,9 +192,8 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	}
 }
 
-// The slots are one per CPU the process gets, read without changing its GOMAXPROCS, unless
-// CLEANUP_E2E_START_SLOTS is a number ≥ 1.
-func TestStartSlotsAreOnePerCPUUnlessTheVariableSaysHowMany(t *testing.T) {
+// The slots are one per CPU the process gets, read without changing its GOMAXPROCS.
+func TestStartSlotsAreOnePerCPU(t *testing.T) {
 	set := runtime.GOMAXPROCS(0) // make test runs this with GOMAXPROCS=1
 	perCPU := defaultGOMAXPROCS()
 	if got := runtime.GOMAXPROCS(0); got != set {
@@ -207,11 +205,8 @@ func TestStartSlotsAreOnePerCPUUnlessTheVariableSaysHowMany(t *testing.T) {
 	if c := cpus(); c != perCPU {
 		t.Errorf("cpus() = %d, want Go's default GOMAXPROCS %d", c, perCPU)
 	}
-	for value, want := range map[string]int{"": perCPU, "3": 3, "1": 1, "0": perCPU, "many": perCPU} {
-		t.Setenv(envvar.StartSlots.Name, value)
-		if got := slotCount(); got != want {
-			t.Errorf("%s=%q: %d slots, want %d", envvar.StartSlots.Name, value, got, want)
-		}
+	if got := slotCount(); got != perCPU {
+		t.Errorf("%d slots, want one per CPU: %d", got, perCPU)
 	}
 }
 

@@ -5,12 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
 
 // Start slots: at most one envtest control plane starts per CPU (slotCount) at a time, across every
@@ -29,11 +26,9 @@ var slotsDir = func() string { return filepath.Join(os.TempDir(), "cleanup-e2e-s
 // slotPoll is how often a start waiting for a slot tries them again.
 const slotPoll = 50 * time.Millisecond
 
-// slotCount is how many slots the machine has: envvar.StartSlots, else one per CPU the process gets.
+// slotCount is how many slots the machine has: one per CPU the process gets. Fixed, not a knob: three
+// on 2 cores gave the same mean (docs/performance.md).
 func slotCount() int {
-	if n, err := strconv.Atoi(envvar.StartSlots.Get()); err == nil && n >= 1 {
-		return n
-	}
 	return cpus()
 }
 
