@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make lint`: gofmt, go vet (root module and the examples), shellcheck over every shell script, and
+# `make lint`: gofmt, go vet (root module, the examples and their own test modules), shellcheck over every shell script, and
 # actionlint over the GitHub workflow. Installs shellcheck (apt) when missing.
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
@@ -7,7 +7,7 @@ rc=0
 unformatted=$(git ls-files -z '*.go' | xargs -0 gofmt -l)
 [ -z "$unformatted" ] || { log "gofmt needed on: $unformatted"; rc=1; }
 step "go vet ./..." go vet ./... || rc=1
-for gomod in examples/*/go.mod; do
+for gomod in examples/*/go.mod examples/*/test/*/go.mod; do
   step "go vet $(dirname "$gomod")" bash -c 'cd "$1" && go vet ./...' _ "$(dirname "$gomod")" || rc=1
 done
 command -v shellcheck >/dev/null || step "install shellcheck (apt)" apt_install shellcheck
