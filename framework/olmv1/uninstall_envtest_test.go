@@ -162,6 +162,13 @@ type installed struct {
 // once the operator has put its finalizer and record on each.
 func install(ctx context.Context, t *testing.T) installed {
 	t.Helper()
+	return installWith(ctx, t, nil)
+}
+
+// installWith is install with afterPush, if not nil, run once the fixtures are pushed and before the
+// catalog is created: a test replaces a bundle image there (e.g. a CRD marked helm.sh/resource-policy: keep).
+func installWith(ctx context.Context, t *testing.T, afterPush func(context.Context, *olmv1.Registry) error) installed {
+	t.Helper()
 	if _, err := olmv1.OperatorController.Path(); err != nil {
 		t.Skipf("OLM v1 not built: %v", err)
 	}
@@ -183,6 +190,11 @@ func install(ctx context.Context, t *testing.T) installed {
 	t.Cleanup(func() { _ = reg.Stop() })
 	if err := reg.PushFixtures(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if afterPush != nil {
+		if err := afterPush(ctx, reg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	m, err := olmv1.Start(ctx, olmv1.Config{Client: c, Kubeconfig: p.KubeconfigPath(),
 		WorkDir: filepath.Join(p.WorkDir(), "olmv1"), InsecureRegistries: []string{reg.Host}})

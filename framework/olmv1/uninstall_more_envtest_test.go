@@ -1,8 +1,11 @@
 package olmv1_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
@@ -452,5 +456,100 @@ func TestGizmoExtensionRefused(t *testing.T) {
 	}
 	if err := c.Get(ctx, types.NamespacedName{Name: "gizmos.fixtures.cleanup-e2e.io"}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
 		t.Errorf("CRD gizmos.fixtures.cleanup-e2e.io: want none made for a refused bundle, got error %v", err)
+	}
+}
+
+// TestResourcePolicyKeepCRD installs a variant of widget-operator v0.1.0 whose widgets CRD carries
+// helm.sh/resource-policy: keep (the bundle image replaced in the registry before the catalog is made),
+// deletes the ClusterExtension (background) and gives each Widget its verdict. Upstream (docs/olm-v1.md):
+// a kept object gets the operator-sdk/primary-resource annotations instead of an owner reference, so
+// the garbage collector leaves the CRD and with it the Widgets. Measured and asserted: every Widget not
+// deleted, still carrying the finalizer of an operator that is gone (so deleting one later sticks), the
+// widgets CRD left, the widgetclasses CRD (not marked) gone.
+func TestResourcePolicyKeepCRD(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	in := installWith(ctx, t, func(ctx context.Context, reg *olmv1.Registry) error {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(bundles.Dir("widget-operator", "0.1.0"))); err != nil {
+			return err
+		}
+		crdFile := filepath.Join(dir, "manifests", "fixtures.cleanup-e2e.io_widgets.yaml")
+		data, err := os.ReadFile(crdFile)
+		if err != nil {
+			return err
+		}
+		const at = "metadata:\n  annotations:\n"
+		if !bytes.Contains(data, []byte(at)) {
+			return fmt.Errorf("%s: no %q to add the annotation under", crdFile, at)
+		}
+		data = bytes.Replace(data, []byte(at), []byte(at+"    helm.sh/resource-policy: keep\n"), 1)
+		if err := os.WriteFile(crdFile, data, 0o644); err != nil {
+			return err
+		}
+		return reg.PushBundle(ctx, dir, reg.BundleRef("widget-operator", "v0.1.0"))
+	})
+	c := in.c
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("CRD %s installed: annotations %v, ownerReferences %v", widgetCRD, crd.Annotations, crd.OwnerReferences)
+	if crd.Annotations["helm.sh/resource-policy"] != "keep" || len(crd.OwnerReferences) != 0 || crd.Annotations["operator-sdk/primary-resource"] == "" {
+		t.Fatalf("CRD %s from the variant bundle: want helm.sh/resource-policy: keep, operator-sdk/primary-resource and no ownerReference, got annotations %v, ownerReferences %v",
+			widgetCRD, crd.Annotations, crd.OwnerReferences)
+	}
+	deleted := time.Now()
+	if err := c.Delete(ctx, in.ce); err != nil {
+		t.Fatal(err)
+	}
+	waitSettledKept(ctx, t, in, deleted)
+	verdicts, err := olmv1.Judge(ctx, c, in.widgets, widget.Finalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s after deleting ClusterExtension %s:\n%s", time.Since(deleted).Round(time.Millisecond), in.ce.GetName(), olmv1.Report(verdicts))
+	for _, v := range verdicts {
+		if v.Verdict != olmv1.NotDeleted {
+			t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to the CRs of a CRD marked keep: want every Widget %q (the CRD stays, the operator is gone, the Widgets keep its finalizer), got:\n%s",
+				olmv1.Version, olmv1.NotDeleted, olmv1.Report(verdicts))
+			break
+		}
+	}
+	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil || crd.DeletionTimestamp != nil {
+		t.Errorf("CRD %s marked keep: want it left, not Terminating, after deleting ClusterExtension %s; got error %v, deletionTimestamp %v", widgetCRD, in.ce.GetName(), err, crd.DeletionTimestamp)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Name: "widgetclasses.fixtures.cleanup-e2e.io"}, &apiextensionsv1.CustomResourceDefinition{}); err == nil {
+		err = intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+			err := c.Get(ctx, types.NamespacedName{Name: "widgetclasses.fixtures.cleanup-e2e.io"}, &apiextensionsv1.CustomResourceDefinition{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("CRD widgetclasses still there (error %v)", err)
+		})
+		if err != nil {
+			t.Errorf("CRD widgetclasses.fixtures.cleanup-e2e.io (not marked keep): want it gone with the ClusterExtension: %v", err)
+		}
+	}
+}
+
+// waitSettledKept is waitSettled without waiting for the Widgets to be deleted.
+func waitSettledKept(ctx context.Context, t *testing.T, in installed, deleted time.Time) {
+	t.Helper()
+	last := ""
+	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+		why := "settled"
+		if err := in.c.Get(ctx, client.ObjectKeyFromObject(in.ce), in.ce.DeepCopy()); !apierrors.IsNotFound(err) {
+			why = fmt.Sprintf("ClusterExtension %s still there (error %v)", in.ce.GetName(), err)
+		} else if err := in.c.Get(ctx, in.depKey, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+			why = fmt.Sprintf("Deployment %s still there (error %v)", in.depKey, err)
+		} else if slices.Contains(in.p.Runtime().Running(), in.depKey) {
+			why = fmt.Sprintf("the local runtime still runs %s", in.depKey)
+		}
+		if why != last {
+			t.Logf("+%s %s", time.Since(deleted).Round(time.Millisecond), why)
+			last = why
+		}
+		return why == "settled", why
+	})
+	if err != nil {
+		t.Fatalf("the uninstall to settle after deleting ClusterExtension %s: %v", in.ce.GetName(), err)
 	}
 }
