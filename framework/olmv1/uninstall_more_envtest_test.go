@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
@@ -551,5 +552,127 @@ func waitSettledKept(ctx context.Context, t *testing.T, in installed, deleted ti
 	})
 	if err != nil {
 		t.Fatalf("the uninstall to settle after deleting ClusterExtension %s: %v", in.ce.GetName(), err)
+	}
+}
+
+// TestUpgradeDropsACRD installs widget-operator v0.1.0 with a WidgetClass (cluster-scoped, the
+// operator's finalizer and record on it), then upgrades the ClusterExtension to a variant of v0.2.0
+// without the widgetclasses CRD (the bundle image replaced through installWith). Upstream
+// (docs/olm-v1.md): helm's upgrade deletes what the new release drops, the preflight does not look at
+// a dropped CRD, so the CRD goes and takes its WidgetClasses with it, with the operator running.
+// Measured: v0.2.0 Installed 0.5 s after the update, the CRD Terminating, the WidgetClass finalized by
+// its operator, the CRD gone; no preflight or condition mentions the dropped CRD or its CRs.
+func TestUpgradeDropsACRD(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const classCRD = "widgetclasses.fixtures.cleanup-e2e.io"
+	in := installWith(ctx, t, func(ctx context.Context, reg *olmv1.Registry) error {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(bundles.Dir("widget-operator", "0.2.0"))); err != nil {
+			return err
+		}
+		if err := os.Remove(filepath.Join(dir, "manifests", "fixtures.cleanup-e2e.io_widgetclasses.yaml")); err != nil {
+			return err
+		}
+		return reg.PushBundle(ctx, dir, reg.BundleRef("widget-operator", "v0.2.0"))
+	})
+	c := in.c
+	wc := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+	wc.SetGroupVersionKind(fixturesv1alpha1.GroupVersion.WithKind("WidgetClass"))
+	wc.SetName("c1")
+	if err := c.Create(ctx, wc); err != nil {
+		t.Fatal(err)
+	}
+	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+		err := widget.Reconciled(ctx, c, wc)
+		return err == nil, fmt.Sprint(err)
+	})
+	if err != nil {
+		t.Fatalf("widget-operator to put its finalizer and record on WidgetClass %s: %v", wc.GetName(), err)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(in.ce), live); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(live.Object, "0.2.0", "spec", "source", "catalog", "version"); err != nil {
+		t.Fatal(err)
+	}
+	upgraded := time.Now()
+	if err := c.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	var timeline []string
+	last := ""
+	err = intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(in.ce), live); err != nil {
+			return false, err.Error()
+		}
+		conds, err := extConditions(live)
+		if err != nil {
+			return false, err.Error()
+		}
+		v, _, _ := unstructured.NestedString(live.Object, "status", "install", "bundle", "version")
+		crdState := "there"
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, types.NamespacedName{Name: classCRD}, crd); apierrors.IsNotFound(err) {
+			crdState = "gone"
+		} else if crd.DeletionTimestamp != nil {
+			crdState = "Terminating"
+		}
+		inst := meta.FindStatusCondition(conds, "Installed")
+		s := fmt.Sprintf("installed bundle %s, CRD %s", v, crdState)
+		if p := meta.FindStatusCondition(conds, "Progressing"); p != nil {
+			s += fmt.Sprintf(", Progressing=%s %s: %.200s", p.Status, p.Reason, p.Message)
+		}
+		if s != last {
+			timeline = append(timeline, fmt.Sprintf("+%s %s", time.Since(upgraded).Round(time.Millisecond), s))
+			last = s
+		}
+		return v == "0.2.0" && inst != nil && inst.Status == metav1.ConditionTrue && crdState != "there", s
+	})
+	t.Logf("upgrade to 0.2.0 without %s:\n  %s", classCRD, strings.Join(timeline, "\n  "))
+	if err != nil {
+		t.Fatalf("the upgrade: %v", err)
+	}
+	if err := intervals.Wait(ctx, intervals.DeploymentAvailable, func() (bool, string) {
+		u := wc.DeepCopy()
+		err := c.Get(ctx, client.ObjectKeyFromObject(wc), u)
+		return apierrors.IsNotFound(err) || (err == nil && u.GetDeletionTimestamp() != nil && time.Since(upgraded) > 5*time.Second), fmt.Sprint(err)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	verdicts, err := olmv1.Judge(ctx, c, []*unstructured.Unstructured{wc}, widget.Finalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wverdicts, err := olmv1.Judge(ctx, c, in.widgets, widget.Finalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s after the upgrade:\n%s\nthe Widgets (their CRD kept by v0.2.0):\n%s", time.Since(upgraded).Round(time.Millisecond), olmv1.Report(verdicts), olmv1.Report(wverdicts))
+	// As measured: the WidgetClass finalized by its operator (it runs through the upgrade). A restart of
+	// the operator for the new version could leave it stuck for a while: what must hold is that the
+	// upgrade deleted it.
+	for _, v := range verdicts {
+		if v.Verdict != olmv1.Finalized && v.Verdict != olmv1.StuckTerminating {
+			t.Errorf("OLM v1 %s changed what an upgrade dropping a CRD does to its CRs: want WidgetClass %s deleted with the CRD (finalized by its operator, as measured), got:\n%s",
+				olmv1.Version, v.Name, olmv1.Report(verdicts))
+		}
+	}
+	for _, v := range wverdicts {
+		if v.Verdict != olmv1.NotDeleted {
+			t.Errorf("want each Widget untouched by an upgrade that keeps its CRD, got:\n%s", olmv1.Report(wverdicts))
+			break
+		}
+	}
+	if verdicts[0].Verdict == olmv1.Finalized {
+		err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+			err := c.Get(ctx, types.NamespacedName{Name: classCRD}, &apiextensionsv1.CustomResourceDefinition{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (error %v)", classCRD, err)
+		})
+		if err != nil {
+			t.Errorf("CRD %s dropped by the upgrade: want it gone once its WidgetClass is: %v", classCRD, err)
+		}
 	}
 }
