@@ -68,7 +68,7 @@ func WaitCondition(ctx context.Context, c client.Client, n intervals.Name, obj *
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
 			return false, err.Error()
 		}
-		conds, err := conditions(live)
+		conds, err := Conditions(live)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -84,7 +84,8 @@ func WaitCondition(ctx context.Context, c client.Client, n intervals.Name, obj *
 	return nil
 }
 
-func conditions(u *unstructured.Unstructured) ([]metav1.Condition, error) {
+// Conditions are the status conditions of a ClusterExtension or ClusterCatalog.
+func Conditions(u *unstructured.Unstructured) ([]metav1.Condition, error) {
 	raw, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
 	if err != nil {
 		return nil, err

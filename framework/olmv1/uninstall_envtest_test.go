@@ -65,27 +65,7 @@ func TestClusterExtensionDeletion(t *testing.T) {
 	// operator's permissions or the CRD cleanup's deletes, is a race upstream, so a Widget the operator
 	// finalized in time is possible: what must hold is that the uninstall is not clean — some Widget is
 	// stuck, none is left undeleted — as long as upstream deletes the CRD with the operator.
-	stuck := 0
-	for _, v := range verdicts {
-		switch v.Verdict {
-		case olmv1.StuckTerminating:
-			stuck++
-		case olmv1.Finalized:
-		default:
-			t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to its CRs: Widget %s/%s is %q; as measured, each is stuck Terminating (or finalized, when the operator wins the race); got:\n%s",
-				olmv1.Version, v.Namespace, v.Name, v.Verdict, olmv1.Report(verdicts))
-		}
-	}
-	if stuck == 0 {
-		t.Errorf("OLM v1 %s changed what deleting a ClusterExtension does to its CRs: no Widget is stuck Terminating, as measured every Widget was; got:\n%s",
-			olmv1.Version, olmv1.Report(verdicts))
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
-		t.Errorf("CRD %s: want it Terminating while its Widgets are stuck, got %v", widgetCRD, err)
-	} else if crd.DeletionTimestamp == nil || !hasCondition(crd, apiextensionsv1.Terminating, "InstanceDeletionInProgress") {
-		t.Errorf("CRD %s: want it Terminating (InstanceDeletionInProgress), got deletionTimestamp %v, conditions %+v", widgetCRD, crd.DeletionTimestamp, crd.Status.Conditions)
-	}
+	expectUninstallNotClean(ctx, t, c, "deleting a ClusterExtension", verdicts)
 	if t.Failed() {
 		t.Logf("widget-operator's log is under %s", p.Runtime().LogDir())
 	}
@@ -310,4 +290,33 @@ func settled(ctx context.Context, c client.Client, p *envtest.Provider, ce *unst
 		}
 	}
 	return true, "settled"
+}
+
+// expectUninstallNotClean asserts what v1.2.0's uninstall guarantees despite the upstream race between
+// the garbage collector removing the operator and the CRD cleanup deleting its CRs: each Widget stuck
+// Terminating or finalized (no other verdict), at least one stuck, and the widgets CRD Terminating.
+// what names the deletion in the messages.
+func expectUninstallNotClean(ctx context.Context, t *testing.T, c client.Client, what string, verdicts []olmv1.CRVerdict) {
+	t.Helper()
+	stuck := 0
+	for _, v := range verdicts {
+		switch v.Verdict {
+		case olmv1.StuckTerminating:
+			stuck++
+		case olmv1.Finalized:
+		default:
+			t.Errorf("OLM v1 %s changed what %s does to its CRs: Widget %s/%s is %q; as measured, each is stuck Terminating (or finalized, when the operator wins the race); got:\n%s",
+				olmv1.Version, what, v.Namespace, v.Name, v.Verdict, olmv1.Report(verdicts))
+		}
+	}
+	if stuck == 0 {
+		t.Errorf("OLM v1 %s changed what %s does to its CRs: no Widget is stuck Terminating, as measured every Widget was; got:\n%s",
+			olmv1.Version, what, olmv1.Report(verdicts))
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
+		t.Errorf("CRD %s: want it Terminating while its Widgets are stuck, got %v", widgetCRD, err)
+	} else if crd.DeletionTimestamp == nil || !hasCondition(crd, apiextensionsv1.Terminating, "InstanceDeletionInProgress") {
+		t.Errorf("CRD %s: want it Terminating (InstanceDeletionInProgress), got deletionTimestamp %v, conditions %+v", widgetCRD, crd.DeletionTimestamp, crd.Status.Conditions)
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,27 +49,7 @@ func TestClusterExtensionForegroundDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s after deleting ClusterExtension %s (Foreground):\n%s", time.Since(deleted).Round(time.Millisecond), in.ce.GetName(), olmv1.Report(verdicts))
-	stuck := 0
-	for _, v := range verdicts {
-		switch v.Verdict {
-		case olmv1.StuckTerminating:
-			stuck++
-		case olmv1.Finalized:
-		default:
-			t.Errorf("OLM v1 %s changed what a foreground deletion of a ClusterExtension does to its CRs: Widget %s/%s is %q; as measured, each is stuck Terminating (or finalized, when the operator wins the race); got:\n%s",
-				olmv1.Version, v.Namespace, v.Name, v.Verdict, olmv1.Report(verdicts))
-		}
-	}
-	if stuck == 0 {
-		t.Errorf("OLM v1 %s changed what a foreground deletion of a ClusterExtension does to its CRs: no Widget is stuck Terminating; got:\n%s",
-			olmv1.Version, olmv1.Report(verdicts))
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
-		t.Errorf("CRD %s: want it Terminating while its Widgets are stuck, got %v", widgetCRD, err)
-	} else if crd.DeletionTimestamp == nil || !hasCondition(crd, apiextensionsv1.Terminating, "InstanceDeletionInProgress") {
-		t.Errorf("CRD %s: want it Terminating (InstanceDeletionInProgress), got deletionTimestamp %v, conditions %+v", widgetCRD, crd.DeletionTimestamp, crd.Status.Conditions)
-	}
+	expectUninstallNotClean(ctx, t, c, "a foreground deletion of a ClusterExtension", verdicts)
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(in.ce), live); err != nil {
@@ -206,7 +185,7 @@ func TestReinstallAfterUninstall(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ce), live); err != nil {
 			return false, err.Error()
 		}
-		conds, err := extConditions(live)
+		conds, err := olmv1.Conditions(live)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -250,27 +229,6 @@ func TestReinstallAfterUninstall(t *testing.T) {
 	if t.Failed() {
 		t.Logf("widget-operator's log is under %s", in.p.Runtime().LogDir())
 	}
-}
-
-// extConditions are the status conditions of a ClusterExtension.
-func extConditions(u *unstructured.Unstructured) ([]metav1.Condition, error) {
-	raw, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
-	if err != nil {
-		return nil, err
-	}
-	var out []metav1.Condition
-	for _, r := range raw {
-		m, ok := r.(map[string]any)
-		if !ok {
-			continue
-		}
-		var cond metav1.Condition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond); err != nil {
-			return nil, err
-		}
-		out = append(out, cond)
-	}
-	return out, nil
 }
 
 // waitOperatorGone waits until the operator's Deployment is gone, the local runtime no longer runs it

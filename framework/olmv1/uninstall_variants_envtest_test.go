@@ -54,7 +54,7 @@ func TestGizmoExtensionRefused(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(gce), live); err != nil {
 			return false, err.Error()
 		}
-		conds, err := extConditions(live)
+		conds, err := olmv1.Conditions(live)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -68,7 +68,7 @@ func TestGizmoExtensionRefused(t *testing.T) {
 		return (p != nil && strings.Contains(p.Message, want)) || meta.IsStatusConditionTrue(conds, "Installed"), summary
 	})
 	t.Logf("+%s ClusterExtension %s: %s", time.Since(created).Round(time.Millisecond), gce.GetName(), summary)
-	conds, _ := extConditions(live)
+	conds, _ := olmv1.Conditions(live)
 	p := meta.FindStatusCondition(conds, "Progressing")
 	if err != nil || meta.IsStatusConditionTrue(conds, "Installed") || p == nil || !strings.Contains(p.Message, want) {
 		t.Errorf("OLM v1 %s changed how it treats a bundle with olm.gvk.required: want ClusterExtension %s not Installed, Progressing saying %q; got %s (wait: %v)",
@@ -227,7 +227,7 @@ func TestUpgradeDropsACRD(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(in.ce), live); err != nil {
 			return false, err.Error()
 		}
-		conds, err := extConditions(live)
+		conds, err := olmv1.Conditions(live)
 		if err != nil {
 			return false, err.Error()
 		}
