@@ -107,20 +107,20 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 		st.plan = nil // something changed under us: re-plan from the new state
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	case errors.As(err, &lerr):
-		r.watches.reset(lerr.gk)
+		r.watches.reset(lerr.GK)
 		st.plan = nil
 		return ctrl.Result{}, err
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	if res.deleted == 0 {
+	if res.Deleted == 0 {
 		st.nextPass = time.Now().Add(time.Since(started))
 	}
-	if err = res.deleteErr(); err != nil {
+	if err = res.DeleteErr(); err != nil {
 		log.FromContext(ctx).Error(err, "some operand deletes failed; retrying")
 	}
-	metricPending.WithLabelValues(key.Namespace, key.Name).Set(float64(res.pending))
-	if res.pending == 0 && err == nil {
+	metricPending.WithLabelValues(key.Namespace, key.Name).Set(float64(res.Pending))
+	if res.Pending == 0 && err == nil {
 		left, lerr := r.anyOperandLive(ctx, p)
 		if lerr != nil {
 			return ctrl.Result{}, lerr
@@ -134,14 +134,14 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 		}
 		return ctrl.Result{}, r.finish(ctx, csv, "completed", note)
 	}
-	lists, listed := pendingLists(res.first, r.opts.MaxPendingListed)
-	msg := waitingMessage(res.pending, listed, p.notes)
+	lists, listed := pendingLists(res.First, r.opts.MaxPendingListed)
+	msg := waitingMessage(res.Pending, listed, p.notes)
 	reason := ReasonWaitingOnCleanup
 	if trouble, err := r.operatorGone(ctx, csv); err != nil {
 		return ctrl.Result{}, err
 	} else if trouble.why != "" {
 		// Nothing removes the operands' finalizers now: say so where users look (invariant 5).
-		reason, msg = trouble.reason, operatorTroubleMessage(trouble, res.pending, listed)
+		reason, msg = trouble.reason, operatorTroubleMessage(trouble, res.Pending, listed)
 		r.warnOperatorGone(ctx, csv, st, trouble.reason, msg)
 	}
 	// The stall clock first (it may resume from the status a previous run wrote), then the status, which

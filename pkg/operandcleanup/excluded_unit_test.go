@@ -120,8 +120,8 @@ func TestTheLastCheckCountsOnlyWhatThePlanMayDelete(t *testing.T) {
 			}
 			r := &Reconciler{opts: Options{}.withDefaults(), live: s, deleteSem: make(chan struct{}, 4), pageSize: 2}
 			res, err := r.runPass(ctx, &c.csv, p)
-			if err != nil || res.pending != 0 || res.deleted != 0 {
-				t.Fatalf("the pass: pending %d, deleted %d, %v; want nothing to do", res.pending, res.deleted, err)
+			if err != nil || res.Pending != 0 || res.Deleted != 0 {
+				t.Fatalf("the pass: pending %d, deleted %d, %v; want nothing to do", res.Pending, res.Deleted, err)
 			}
 			s.widgets = append(s.widgets, c.created...)
 			live, err := r.anyOperandLive(ctx, p)

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
 // DefaultLeaderElectionID is the leader-election Lease's name unless --leader-election-id says otherwise.
@@ -121,6 +123,10 @@ func Main(ctx context.Context, cfg *rest.Config, args []string, getenv func(stri
 	}
 	if err := New(mgr, f.Options).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
+	}
+	// OLM v1's ordered uninstall (pkg/extensioncleanup), once the ClusterExtension API is served.
+	if err := extensioncleanup.AddWhenServed(mgr, extensioncleanup.Options{}, 30*time.Second); err != nil {
+		return fmt.Errorf("setting up the OLM v1 ordered-uninstall controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

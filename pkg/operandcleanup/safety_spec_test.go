@@ -11,12 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/cleanuppass"
 )
 
 // deleted runs deletePage on p, verified just now and for the whole page, and waits for its deletes.
-func deleted(r *Reconciler, p *plan, ops []operand) *pageDeletes {
-	pd := r.deletePage(ctx, &verification{every: time.Hour, fresh: p, at: time.Now()}, ops)
-	pd.wg.Wait()
+func deleted(r *Reconciler, p *plan, ops []operand) *cleanuppass.PageDeletes {
+	pd := r.deletePage(ctx, &verification{Every: time.Hour, Fresh: p, At: time.Now()}, ops)
+	pd.Wait()
 	return pd
 }
 
@@ -34,9 +36,9 @@ var _ = Describe("delete safety", func() {
 	})
 
 	It("treats an operand that vanished since it was listed as gone", func() {
-		pd := deleted(r, p, []operand{{gvk: gvk, namespace: ns, name: "never-existed", uid: "0000"}})
-		Expect(pd.errs).To(BeEmpty())
-		Expect(pd.gone).To(Equal([]bool{true}))
+		pd := deleted(r, p, []operand{{GVK: gvk, Namespace: ns, Name: "never-existed", UID: "0000"}})
+		Expect(pd.Errs).To(BeEmpty())
+		Expect(pd.Gone).To(Equal([]bool{true}))
 	})
 
 	It("does not delete an object recreated under the same name (UID precondition)", func() {
@@ -46,9 +48,9 @@ var _ = Describe("delete safety", func() {
 		again := newOperand(widgetKind, ns, u.GetName())
 		Expect(tenv.admin.Create(ctx, again)).To(Succeed())
 
-		pd := deleted(r, p, []operand{{gvk: gvk, namespace: ns, name: u.GetName(), uid: oldUID}})
-		Expect(pd.errs).To(BeEmpty())
-		Expect(pd.gone).To(Equal([]bool{false}))
+		pd := deleted(r, p, []operand{{GVK: gvk, Namespace: ns, Name: u.GetName(), UID: oldUID}})
+		Expect(pd.Errs).To(BeEmpty())
+		Expect(pd.Gone).To(Equal([]bool{false}))
 		Expect(operandState(again)).To(Equal("present"))
 	})
 
@@ -58,18 +60,18 @@ var _ = Describe("delete safety", func() {
 		ws := createOperands(widgetKind, ns, "stale", 3)
 		var ops []operand
 		for _, w := range ws {
-			ops = append(ops, operand{gvk: gvk, namespace: ns, name: w.GetName(), uid: w.GetUID()})
+			ops = append(ops, operand{GVK: gvk, Namespace: ns, Name: w.GetName(), UID: w.GetUID()})
 		}
 		verifications := 0
-		v := &verification{every: 0, verify: func(context.Context) (*plan, bool, error) {
+		v := &verification{Every: 0, Verify: func(context.Context) (cleanuppass.Plan, bool, error) {
 			verifications++
 			return p, verifications == 1, nil // a successor appears after the first Delete
 		}}
 		pd := r.deletePage(ctx, v, ops)
-		pd.wg.Wait()
-		Expect(pd.stop).To(MatchError(errPlanChanged))
+		pd.Wait()
+		Expect(pd.Stop).To(MatchError(errPlanChanged))
 		Expect(verifications).To(Equal(2), "one verification per Delete")
-		Expect(pd.deleted).To(Equal(1))
+		Expect(pd.Deleted).To(Equal(1))
 		expectAll(ws[1:], "present")
 	})
 
@@ -78,12 +80,12 @@ var _ = Describe("delete safety", func() {
 		outside := createOperands(widgetKind, other, "w", 1)[0]
 		gadget := createOperands(gadgetKind, ns, "g", 1)[0]
 		ops := []operand{
-			{gvk: gvk, namespace: other, name: outside.GetName(), uid: outside.GetUID()},
-			{gvk: gadget.GroupVersionKind(), namespace: ns, name: gadget.GetName(), uid: gadget.GetUID()},
+			{GVK: gvk, Namespace: other, Name: outside.GetName(), UID: outside.GetUID()},
+			{GVK: gadget.GroupVersionKind(), Namespace: ns, Name: gadget.GetName(), UID: gadget.GetUID()},
 		}
 		pd := deleted(r, p, ops)
-		Expect(pd.errs).To(HaveLen(2))
-		Expect(pd.errs[0]).To(MatchError(ContainSubstring("refusing to delete")))
+		Expect(pd.Errs).To(HaveLen(2))
+		Expect(pd.Errs[0]).To(MatchError(ContainSubstring("refusing to delete")))
 		Expect(operandState(outside)).To(Equal("present"))
 		Expect(operandState(gadget)).To(Equal("present"))
 		Expect(tenv.admin.Get(ctx, client.ObjectKeyFromObject(gadget), newOperand(gadgetKind, ns, "x"))).To(Succeed())
@@ -153,11 +155,11 @@ var _ = Describe("delete safety", func() {
 				r.pageSize, r.opts.MaxPendingListed = 2, 3
 				res, err := r.runPass(ctx, c, p)
 				Expect(err).NotTo(HaveOccurred())
-				Expect(res.pending).To(Equal(5), "the 4 without finalizers are gone")
-				Expect(res.deleted).To(Equal(9))
+				Expect(res.Pending).To(Equal(5), "the 4 without finalizers are gone")
+				Expect(res.Deleted).To(Equal(9))
 				var names []string
-				for _, o := range res.first {
-					names = append(names, o.name)
+				for _, o := range res.First {
+					names = append(names, o.Name)
 				}
 				Expect(names).To(Equal([]string{"held-0", "held-1", "held-2"}))
 				Expect(allInState(plain, "absent")()).To(BeTrue())

@@ -24,7 +24,7 @@ func (r *Reconciler) checkStall(ctx context.Context, csv *v1alpha1.ClusterServic
 	if err != nil {
 		log.FromContext(ctx).Info("ignoring stall timeout override", "reason", err.Error())
 	}
-	total := pass.pending
+	total := pass.Pending
 	switch {
 	case st.stallSince.IsZero():
 		st.stallCount, st.stallSince = total, now
@@ -45,7 +45,7 @@ func (r *Reconciler) checkStall(ctx context.Context, csv *v1alpha1.ClusterServic
 	}
 	st.lastWarn = now
 	metricStalls.WithLabelValues(csv.Namespace, csv.Name).Inc()
-	r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, EventReasonStalled, "Cleanup", "%s", stallNote(now.Sub(st.stallSince), pass.pending, pass.first))
+	r.recorder.Eventf(csv, nil, corev1.EventTypeWarning, EventReasonStalled, "Cleanup", "%s", stallNote(now.Sub(st.stallSince), pass.Pending, pass.First))
 	return timeout
 }
 
@@ -56,8 +56,8 @@ func stallNote(d time.Duration, total int, first []operand) string {
 	shown := 0
 	for _, o := range first {
 		item := " " + o.String()
-		if len(o.finalizers) > 0 {
-			item += " (finalizers: " + strings.Join(o.finalizers, ",") + ")"
+		if len(o.Finalizers) > 0 {
+			item += " (finalizers: " + strings.Join(o.Finalizers, ",") + ")"
 		}
 		if shown > 0 {
 			item = ";" + item

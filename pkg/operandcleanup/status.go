@@ -21,11 +21,11 @@ func pendingLists(pending []operand, max int) ([]v1alpha1.ResourceList, int) {
 		if listed >= max {
 			break
 		}
-		if n := len(out); n == 0 || out[n-1].Group != o.gvk.Group || out[n-1].Kind != o.gvk.Kind {
-			out = append(out, v1alpha1.ResourceList{Group: o.gvk.Group, Kind: o.gvk.Kind, Instances: []v1alpha1.ResourceInstance{}})
+		if n := len(out); n == 0 || out[n-1].Group != o.GVK.Group || out[n-1].Kind != o.GVK.Kind {
+			out = append(out, v1alpha1.ResourceList{Group: o.GVK.Group, Kind: o.GVK.Kind, Instances: []v1alpha1.ResourceInstance{}})
 		}
 		last := &out[len(out)-1]
-		last.Instances = append(last.Instances, v1alpha1.ResourceInstance{Name: o.name, Namespace: o.namespace})
+		last.Instances = append(last.Instances, v1alpha1.ResourceInstance{Name: o.Name, Namespace: o.Namespace})
 		listed++
 	}
 	return out, listed

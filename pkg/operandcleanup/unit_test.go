@@ -53,9 +53,9 @@ func TestPlanAllows(t *testing.T) {
 func TestPendingListsAndMessage(t *testing.T) {
 	var ops []operand
 	for _, n := range []string{"a", "b", "c"} {
-		ops = append(ops, operand{gvk: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "A"}, namespace: "ns", name: n})
+		ops = append(ops, operand{GVK: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "A"}, Namespace: "ns", Name: n})
 	}
-	ops = append(ops, operand{gvk: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "B"}, name: "x"})
+	ops = append(ops, operand{GVK: schema.GroupVersionKind{Group: "g", Version: "v1", Kind: "B"}, Name: "x"})
 	lists, listed := pendingLists(ops, 3)
 	if listed != 3 || len(lists) != 1 || len(lists[0].Instances) != 3 {
 		t.Fatalf("capped lists: %+v (%d)", lists, listed)

@@ -1,0 +1,273 @@
+package extensioncleanup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The objects an opted-in extension's uninstall keeps until it is over: what the operator needs to run
+// its finalizers (its Deployment, ServiceAccount and RBAC) and the CRDs (deleting one deletes every CR of
+// its kind at once). Services, ConfigMaps and Secrets of the bundle are not held.
+var (
+	deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	crdGVK        = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+	heldKinds     = []schema.GroupVersionKind{
+		deploymentGVK,
+		{Version: "v1", Kind: "ServiceAccount"},
+		{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRole"},
+		{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRoleBinding"},
+		{Group: rbacv1.GroupName, Version: "v1", Kind: "Role"},
+		{Group: rbacv1.GroupName, Version: "v1", Kind: "RoleBinding"},
+		crdGVK,
+	}
+)
+
+// holder is the live holder ClusterRole's owner reference (never a controller, never blocking: the
+// holder is not deleted in foreground, and blockOwnerDeletion would need its finalizers permission).
+func (r *Reconciler) holder(ctx context.Context) (metav1.OwnerReference, error) {
+	cr := &metav1.PartialObjectMetadata{}
+	cr.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRole"))
+	if err := r.live.Get(ctx, types.NamespacedName{Name: r.opts.HolderName}, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return metav1.OwnerReference{}, fmt.Errorf("the holder ClusterRole %s does not exist: install the controller from config/operand-cleanup (its ClusterRole is the holder), or create a ClusterRole of that name", r.opts.HolderName)
+		}
+		return metav1.OwnerReference{}, fmt.Errorf("reading the holder ClusterRole %s: %w", r.opts.HolderName, err)
+	}
+	if cr.DeletionTimestamp != nil {
+		return metav1.OwnerReference{}, fmt.Errorf("the holder ClusterRole %s is being deleted: recreate it (config/operand-cleanup) once it is gone", r.opts.HolderName)
+	}
+	return metav1.OwnerReference{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole", Name: cr.Name, UID: cr.UID}, nil
+}
+
+// extensionRef is the controller reference operator-controller's post-renderer gives every object it installs.
+func extensionRef(ce *unstructured.Unstructured) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{APIVersion: ClusterExtensionGVK.GroupVersion().String(), Kind: ClusterExtensionGVK.Kind,
+		Name: ce.GetName(), UID: ce.GetUID(), Controller: &t, BlockOwnerDeletion: &t}
+}
+
+func refIndex(refs []metav1.OwnerReference, uid types.UID) int {
+	for i, r := range refs {
+		if r.UID == uid {
+			return i
+		}
+	}
+	return -1
+}
+
+// installed lists, live, the extension's objects of the held kinds: labelled by operator-controller
+// with the extension's name and either owned by this very ClusterExtension (UID) or carrying the holder
+// reference without another ClusterExtension's (the garbage collector strips the reference to an owner
+// deleted in foreground from an object that has another live owner). CRDs an orphan uninstall of an
+// earlier ClusterExtension of the same name left behind are not listed.
+func (r *Reconciler) installed(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, kinds ...schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
+	if len(kinds) == 0 {
+		kinds = heldKinds
+	}
+	sel := labels.SelectorFromSet(labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind, ownerNameLabel: ce.GetName()})
+	var out []*metav1.PartialObjectMetadata
+	for _, gvk := range kinds {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.live.List(ctx, l, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, fmt.Errorf("listing the %ss of ClusterExtension %s: %w", gvk.Kind, ce.GetName(), err)
+		}
+		for i := range l.Items {
+			o := &l.Items[i]
+			o.SetGroupVersionKind(gvk)
+			if of, ok := o.Annotations[OrphanedFromAnnotation]; ok && of != orphanKey(ce) {
+				continue
+			}
+			mine := refIndex(o.OwnerReferences, ce.GetUID()) >= 0
+			if !mine && holderUID != "" && refIndex(o.OwnerReferences, holderUID) >= 0 && !ownedByOtherExtension(o, ce) {
+				mine = true
+			}
+			if mine {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
+func ownedByOtherExtension(o *metav1.PartialObjectMetadata, ce *unstructured.Unstructured) bool {
+	for _, ref := range o.OwnerReferences {
+		if ref.Kind == ClusterExtensionGVK.Kind && ref.UID != ce.GetUID() {
+			return true
+		}
+	}
+	return false
+}
+
+func orphanKey(ce *unstructured.Unstructured) string { return ce.GetName() + "/" + string(ce.GetUID()) }
+
+// setRefs patches an object's owner references (and annotations when not nil) guarded by its
+// resourceVersion: a concurrent change (helm, the garbage collector) fails the patch and the next
+// reconcile starts from the new state. ownerReferences and finalizers changes are exempt from RBAC's
+// escalation checks (k8s.io/kubernetes pkg/registry/rbac IsOnlyMutatingGCFields).
+func (r *Reconciler) setRefs(ctx context.Context, o *metav1.PartialObjectMetadata, refs []metav1.OwnerReference, annotations map[string]string) error {
+	orig := o.DeepCopy()
+	o.OwnerReferences = refs
+	if annotations != nil {
+		o.Annotations = annotations
+	}
+	return r.client.Patch(ctx, o, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// hold gives every installed object of the extension that is not being deleted the holder reference,
+// appended last: helm-operator-plugins' Reconcile drops the JSON-patch "remove" operations an extra
+// trailing reference would cause on a CRD, and typed objects get a three-way strategic merge keyed by
+// UID (docs/olm-v1.md). It returns what is held.
+func (r *Reconciler) hold(ctx context.Context, ce *unstructured.Unstructured, holder metav1.OwnerReference, kinds ...schema.GroupVersionKind) ([]string, error) {
+	objs, err := r.installed(ctx, ce, holder.UID, kinds...)
+	if err != nil {
+		return nil, err
+	}
+	var held []string
+	for _, o := range objs {
+		if o.DeletionTimestamp != nil {
+			continue // helm deleted it (an upgrade dropped it) or the GC got there first: not ours to keep
+		}
+		if refIndex(o.OwnerReferences, holder.UID) < 0 {
+			refs := append(append([]metav1.OwnerReference(nil), o.OwnerReferences...), holder)
+			if err := r.setRefs(ctx, o, refs, nil); err != nil {
+				return nil, fmt.Errorf("holding %s %s: %w", o.Kind, objName(o), err)
+			}
+		}
+		held = append(held, o.Kind+" "+objName(o))
+	}
+	sort.Strings(held)
+	return held, nil
+}
+
+// release drops the holder reference from the extension's objects. An object the garbage collector
+// stripped of its reference to the ClusterExtension (foreground deletion) gets it back, so that the GC
+// collects it once the ClusterExtension is gone, as it would have without the hold. With orphanCRDs the
+// CRDs instead lose the reference to the ClusterExtension, keep the holder's until the ClusterExtension
+// is gone (sweep) and are marked OrphanedFromAnnotation. It returns the CRDs orphaned.
+func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool) ([]string, error) {
+	objs, err := r.installed(ctx, ce, holderUID)
+	if err != nil {
+		return nil, err
+	}
+	var orphaned []string
+	for _, o := range objs {
+		refs := append([]metav1.OwnerReference(nil), o.OwnerReferences...)
+		var annotations map[string]string
+		if orphanCRDs && o.GroupVersionKind() == crdGVK {
+			orphaned = append(orphaned, o.Name)
+			if i := refIndex(refs, ce.GetUID()); i >= 0 {
+				refs = append(refs[:i], refs[i+1:]...)
+			}
+			if o.Annotations[OrphanedFromAnnotation] != orphanKey(ce) {
+				annotations = map[string]string{}
+				for k, v := range o.Annotations {
+					annotations[k] = v
+				}
+				annotations[OrphanedFromAnnotation] = orphanKey(ce)
+			}
+			if refIndex(o.OwnerReferences, ce.GetUID()) < 0 && annotations == nil {
+				continue
+			}
+		} else {
+			i := refIndex(refs, holderUID)
+			hasCE := refIndex(refs, ce.GetUID()) >= 0
+			if i < 0 && hasCE {
+				continue
+			}
+			if i >= 0 {
+				refs = append(refs[:i], refs[i+1:]...)
+			}
+			if !hasCE {
+				refs = append(refs, extensionRef(ce))
+			}
+		}
+		if err := r.setRefs(ctx, o, refs, annotations); err != nil {
+			return nil, fmt.Errorf("releasing %s %s: %w", o.Kind, objName(o), err)
+		}
+	}
+	sort.Strings(orphaned)
+	return orphaned, nil
+}
+
+// stillOwned reports a CRD an orphan release must not leave owned by the ClusterExtension: operator-
+// controller keeps reconciling a deleted ClusterExtension held by a finalizer and may give it back.
+func (r *Reconciler) stillOwned(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (string, error) {
+	objs, err := r.installed(ctx, ce, holderUID, crdGVK)
+	if err != nil {
+		return "", err
+	}
+	for _, o := range objs {
+		if refIndex(o.OwnerReferences, ce.GetUID()) >= 0 {
+			return o.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// sweep drops the holder reference from objects whose ClusterExtension is gone (released while this
+// controller was down, or CRDs an orphan uninstall left behind). name limits it to one extension's
+// objects ("" for all).
+func (r *Reconciler) sweep(ctx context.Context, name string) error {
+	holder, err := r.holder(ctx)
+	if err != nil {
+		return nil // nothing can be held without a holder
+	}
+	set := labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind}
+	if name != "" {
+		set[ownerNameLabel] = name
+	}
+	var errs []string
+	for _, gvk := range heldKinds {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.live.List(ctx, l, client.MatchingLabels(set)); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		for i := range l.Items {
+			o := &l.Items[i]
+			o.SetGroupVersionKind(gvk)
+			hi := refIndex(o.OwnerReferences, holder.UID)
+			if hi < 0 {
+				continue
+			}
+			ce := &unstructured.Unstructured{}
+			ce.SetGroupVersionKind(ClusterExtensionGVK)
+			err := r.live.Get(ctx, types.NamespacedName{Name: o.Labels[ownerNameLabel]}, ce)
+			if err == nil && (refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || o.Annotations[OrphanedFromAnnotation] == orphanKey(ce)) {
+				continue // its ClusterExtension is there: its reconcile decides
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err.Error())
+				continue
+			}
+			refs := append(append([]metav1.OwnerReference(nil), o.OwnerReferences[:hi]...), o.OwnerReferences[hi+1:]...)
+			if err := r.setRefs(ctx, o, refs, nil); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("releasing holds of ClusterExtensions that are gone: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func objName(o metav1.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}

@@ -1,0 +1,221 @@
+package extensioncleanup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/cleanuppass"
+)
+
+// plan is what an ordered uninstall may delete: the CRs of the CRDs the ClusterExtension owns (and no
+// one else claims), in the namespaces its operator watches.
+type plan struct {
+	types []cleanuppass.Type
+	// allowed maps every cleanable GroupKind to whether it is namespaced.
+	allowed map[schema.GroupKind]bool
+	// all: the operator watches every namespace; else namespaces.
+	all        bool
+	namespaces []string
+	notes      []string
+}
+
+var _ cleanuppass.Plan = (*plan)(nil)
+
+func (p *plan) Types() []cleanuppass.Type { return p.types }
+
+func (p *plan) Namespaces(t cleanuppass.Type) []string {
+	if !t.Namespaced || p.all {
+		return []string{""}
+	}
+	return p.namespaces
+}
+
+func (p *plan) watches(ns string) bool {
+	if p.all {
+		return true
+	}
+	for _, n := range p.namespaces {
+		if n == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// Allows: a kind the extension owns, in a namespace its operator watches (cluster-scoped kinds only for
+// an operator watching all namespaces).
+func (p *plan) Allows(gk schema.GroupKind, ns string) error {
+	namespaced, ok := p.allowed[gk]
+	if !ok {
+		return fmt.Errorf("%s is not a kind this ClusterExtension alone owns", gk)
+	}
+	if !namespaced {
+		if ns != "" || !p.all {
+			return fmt.Errorf("cluster-scoped %s is cleaned up only for an operator watching all namespaces", gk)
+		}
+		return nil
+	}
+	if ns == "" || !p.watches(ns) {
+		return fmt.Errorf("namespace %q of %s is not one the operator watches (%s)", ns, gk, p.scope())
+	}
+	return nil
+}
+
+func (p *plan) Counts(gk schema.GroupKind, ns string, _ bool) bool { return p.Allows(gk, ns) == nil }
+func (p *plan) Skips(schema.GroupKind, string) bool                { return false }
+func (p *plan) AllCount(gk schema.GroupKind, ns string) bool {
+	_, ok := p.allowed[gk]
+	return ok && (p.all || (ns != "" && p.watches(ns)))
+}
+
+func (p *plan) scope() string {
+	if p.all {
+		return "all namespaces"
+	}
+	return strings.Join(p.namespaces, ",")
+}
+
+// key identifies what the plan allows: a verification before Deletes compares it.
+func (p *plan) key() string {
+	var gks []string
+	for gk, ns := range p.allowed {
+		gks = append(gks, fmt.Sprintf("%s:%t", gk, ns))
+	}
+	sort.Strings(gks)
+	return strings.Join(gks, ";") + "|" + p.scope()
+}
+
+// buildPlan reads, live, the CRDs the extension owns and its operator's watched namespaces (the
+// olm.targetNamespaces annotation operator-controller puts on each Deployment's pod template; "" or
+// absent: all namespaces, v1.2.0's default). A CRD another ClusterExtension or an OLM v0 CSV also
+// claims is left out and named in the notes.
+func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (*plan, error) {
+	p := &plan{allowed: map[schema.GroupKind]bool{}, all: true}
+	deps, err := r.installed(ctx, ce, holderUID, deploymentGVK)
+	if err != nil {
+		return nil, err
+	}
+	nsSet := map[string]bool{}
+	for _, d := range deps {
+		dep := &appsv1.Deployment{}
+		if err := r.live.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name}, dep); err != nil {
+			return nil, fmt.Errorf("reading the operator's Deployment %s/%s: %w", d.Namespace, d.Name, err)
+		}
+		if t, ok := dep.Spec.Template.Annotations[targetNamespacesAn]; ok && t != "" {
+			for _, n := range strings.Split(t, ",") {
+				nsSet[n] = true
+			}
+		} else {
+			nsSet[""] = true
+		}
+	}
+	if len(nsSet) > 0 && !nsSet[""] {
+		p.all = false
+		for n := range nsSet {
+			p.namespaces = append(p.namespaces, n)
+		}
+		sort.Strings(p.namespaces)
+	}
+	crds, err := r.installed(ctx, ce, holderUID, crdGVK)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := r.claimedByCSVs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var shared, skipped []string
+	for _, m := range crds {
+		if ownedByOtherExtension(m, ce) {
+			shared = append(shared, m.Name+" (another ClusterExtension)")
+			continue
+		}
+		if by := claimed[m.Name]; by != "" {
+			shared = append(shared, m.Name+" (CSV "+by+")")
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := r.live.Get(ctx, types.NamespacedName{Name: m.Name}, crd); err != nil {
+			return nil, fmt.Errorf("reading CRD %s: %w", m.Name, err)
+		}
+		version := servedVersion(crd)
+		if version == "" {
+			skipped = append(skipped, m.Name)
+			continue
+		}
+		gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+		namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+		if !namespaced && !p.all {
+			skipped = append(skipped, m.Name+" (cluster-scoped, operator not watching all namespaces)")
+			continue
+		}
+		p.allowed[gk] = namespaced
+		p.types = append(p.types, cleanuppass.Type{GVK: gk.WithVersion(version), Namespaced: namespaced})
+	}
+	sort.Slice(p.types, func(i, j int) bool { return p.types[i].GVK.String() < p.types[j].GVK.String() })
+	if len(shared) > 0 {
+		sort.Strings(shared)
+		p.notes = append(p.notes, "CRDs also claimed elsewhere, their CRs left in place: "+strings.Join(shared, ", "))
+	}
+	if len(skipped) > 0 {
+		sort.Strings(skipped)
+		p.notes = append(p.notes, "CRDs skipped: "+strings.Join(skipped, ", "))
+	}
+	return p, nil
+}
+
+// claimedByCSVs maps CRD names to an OLM v0 CSV (namespace/name) that owns or requires them; empty when
+// OLM v0 is not installed.
+func (r *Reconciler) claimedByCSVs(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "ClusterServiceVersionList"})
+	if err := r.live.List(ctx, l); err != nil {
+		if meta.IsNoMatchError(err) {
+			return out, nil
+		}
+		return nil, fmt.Errorf("listing CSVs (a CRD an OLM v0 operator owns too is never cleaned up): %w", err)
+	}
+	for _, csv := range l.Items {
+		if _, copied := csv.GetLabels()["olm.copiedFrom"]; copied {
+			continue
+		}
+		for _, field := range []string{"owned", "required"} {
+			defs, _, _ := unstructured.NestedSlice(csv.Object, "spec", "customresourcedefinitions", field)
+			for _, d := range defs {
+				if m, ok := d.(map[string]any); ok {
+					if n, _ := m["name"].(string); n != "" {
+						out[n] = csv.GetNamespace() + "/" + csv.GetName()
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// servedVersion is the storage version if served, else the first served one.
+func servedVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	first := ""
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		if v.Storage {
+			return v.Name
+		}
+		if first == "" {
+			first = v.Name
+		}
+	}
+	return first
+}

@@ -1,0 +1,362 @@
+package extensioncleanup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/cleanuppass"
+)
+
+// mode is the UninstallAnnotation's value; "" for none and for a value this controller does not know
+// (reported with ReasonInvalid: an unknown value never deletes anything).
+func mode(ce *unstructured.Unstructured) (string, string) {
+	v, ok := ce.GetAnnotations()[UninstallAnnotation]
+	switch {
+	case !ok || v == "":
+		return "", ""
+	case v == ModeDeleteOperands || v == ModeOrphan:
+		return v, ""
+	default:
+		return "", fmt.Sprintf("annotation %s=%q is neither %q nor %q: OLM v1's own uninstall applies", UninstallAnnotation, v, ModeDeleteOperands, ModeOrphan)
+	}
+}
+
+// Reconcile acts on one ClusterExtension.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ce := &unstructured.Unstructured{}
+	ce.SetGroupVersionKind(ClusterExtensionGVK)
+	if err := r.client.Get(ctx, req.NamespacedName, ce); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+			return ctrl.Result{}, r.sweep(ctx, req.Name) // an orphan's CRDs keep the holder until now
+		}
+		return ctrl.Result{}, err
+	}
+	m, invalid := mode(ce)
+	deleting := ce.GetDeletionTimestamp() != nil
+	ours := slices.Contains(ce.GetFinalizers(), Finalizer)
+	if invalid != "" {
+		r.recorder.Eventf(ce, nil, corev1.EventTypeWarning, ReasonInvalid, "Uninstall", "%s", invalid)
+	}
+	if !deleting {
+		if m == "" {
+			return ctrl.Result{}, r.optOut(ctx, ce, ours, invalid)
+		}
+		return r.arm(ctx, ce, m, ours)
+	}
+	if !ours {
+		return ctrl.Result{}, nil // deleted before it was opted in (or after the uninstall was over)
+	}
+	holder, err := r.holder(ctx)
+	if err != nil {
+		// Without a holder nothing was held: only a ClusterExtension held by the finalizer waits, and says why.
+		if serr := r.setCondition(ctx, ce, ReasonBlocked, err.Error()); serr != nil {
+			return ctrl.Result{}, serr
+		}
+		return ctrl.Result{RequeueAfter: r.opts.HoldResync}, nil
+	}
+	switch m {
+	case "":
+		return ctrl.Result{}, r.finish(ctx, ce, holder.UID, false, ReasonAborted, "opted out while deleted: the uninstall is OLM v1's own from here (nothing more is deleted by this controller)")
+	case ModeOrphan:
+		return r.orphan(ctx, ce, holder.UID)
+	default:
+		return r.cleanup(ctx, ce, holder)
+	}
+}
+
+// arm prepares an opted-in, installed ClusterExtension: the finalizer (so that a background deletion
+// holds everything it owns), and the holder reference on what must outlive a foreground deletion (for
+// delete-operands the operator, its RBAC and the CRDs; for orphan the CRDs).
+func (r *Reconciler) arm(ctx context.Context, ce *unstructured.Unstructured, m string, ours bool) (ctrl.Result, error) {
+	if !ours {
+		if err := r.setFinalizer(ctx, ce, true); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	holder, err := r.holder(ctx)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: r.opts.HoldResync}, r.setCondition(ctx, ce, ReasonBlocked, err.Error())
+	}
+	kinds := heldKinds
+	if m == ModeOrphan {
+		kinds = nil
+		kinds = append(kinds, crdGVK)
+		// Objects held for delete-operands before a switch to orphan lose the hold.
+		if _, err := r.releaseKinds(ctx, ce, holder.UID); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	held, err := r.hold(ctx, ce, holder, kinds...)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	msg := fmt.Sprintf("%s: on deletion %s; holding %d objects: %s", m, describeMode(m), len(held), capped(held, r.opts.MaxPendingListed))
+	return ctrl.Result{RequeueAfter: r.opts.HoldResync}, r.setCondition(ctx, ce, ReasonHolding, msg)
+}
+
+// releaseKinds drops holds that orphan mode does not keep (everything but CRDs).
+func (r *Reconciler) releaseKinds(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (int, error) {
+	objs, err := r.installed(ctx, ce, holderUID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range objs {
+		i := refIndex(o.OwnerReferences, holderUID)
+		if o.GroupVersionKind() == crdGVK || i < 0 || refIndex(o.OwnerReferences, ce.GetUID()) < 0 {
+			continue
+		}
+		refs := append(append([]metav1.OwnerReference(nil), o.OwnerReferences[:i]...), o.OwnerReferences[i+1:]...)
+		if err := r.setRefs(ctx, o, refs, nil); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func describeMode(m string) string {
+	if m == ModeOrphan {
+		return "its CRDs (and every CR) stay, the rest goes as OLM v1 removes it"
+	}
+	return "its CRs are deleted and finalized by the running operator before anything it owns goes"
+}
+
+// optOut undoes arm for an installed ClusterExtension that is not (or no longer) opted in.
+func (r *Reconciler) optOut(ctx context.Context, ce *unstructured.Unstructured, ours bool, invalid string) error {
+	if !ours {
+		return nil
+	}
+	if holder, err := r.holder(ctx); err == nil {
+		if _, err := r.release(ctx, ce, holder.UID, false); err != nil {
+			return err
+		}
+	}
+	msg := "not opted in: deleting it is OLM v1's own uninstall"
+	if invalid != "" {
+		msg = invalid
+	}
+	if err := r.setCondition(ctx, ce, ReasonAborted, msg); err != nil {
+		return err
+	}
+	return r.setFinalizer(ctx, ce, false)
+}
+
+// cleanup runs the ordered uninstall of a deleted, opted-in ClusterExtension: while its operator runs,
+// pass after pass deletes the CRs of the kinds it owns; once none is left (checked live), the holds
+// are released and the finalizer removed.
+func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured, holder metav1.OwnerReference) (ctrl.Result, error) {
+	if _, err := r.hold(ctx, ce, holder); err != nil {
+		return ctrl.Result{}, err
+	}
+	p, err := r.buildPlan(ctx, ce, holder.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if trouble, err := r.operatorTrouble(ctx, ce, holder.UID); err != nil {
+		return ctrl.Result{}, err
+	} else if trouble.reason != "" {
+		// Deleting CRs now would leave them Terminating with nobody to finalize them: wait, and say why.
+		left, err := r.runner.AnyLive(ctx, p)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if left {
+			msg := trouble.why + "; CRs of " + kindsOf(p) + " are left undeleted until it runs again (or opt out: annotation " + UninstallAnnotation + " removed)"
+			r.warnOnce(ctx, ce, trouble.reason, msg)
+			return ctrl.Result{RequeueAfter: r.opts.PollInterval}, r.setCondition(ctx, ce, trouble.reason, msg)
+		}
+	}
+	v := &cleanuppass.Verification{Every: r.runner.ReverifyEvery, Verify: func(ctx context.Context) (cleanuppass.Plan, bool, error) {
+		return r.verifyLive(ctx, ce, p)
+	}}
+	res, err := r.runner.Run(ctx, p, v)
+	if errors.Is(err, cleanuppass.ErrPlanChanged) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if res.Pending == 0 && res.Failed == 0 {
+		left, err := r.runner.AnyLive(ctx, p)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if left {
+			return ctrl.Result{RequeueAfter: time.Second}, nil // created since the pass listed its namespace
+		}
+		note := fmt.Sprintf("every CR of %s deleted and finalized while the operator ran; releasing the operator, its RBAC and CRDs to the garbage collector", kindsOf(p))
+		if len(p.notes) > 0 {
+			note += "; " + strings.Join(p.notes, "; ")
+		}
+		return ctrl.Result{}, r.finish(ctx, ce, holder.UID, false, ReasonCompleted, note)
+	}
+	reason, msg := ReasonWaitingOnCleanup, pendingMessage(res, p)
+	if stalled := r.stalled(ce.GetName(), res.Pending, res.First); stalled != "" {
+		reason, msg = ReasonStalled, stalled+"; "+msg
+		r.warnOnce(ctx, ce, ReasonStalled, msg)
+	}
+	if err := res.DeleteErr(); err != nil {
+		msg += "; " + err.Error()
+	}
+	return ctrl.Result{RequeueAfter: r.opts.PollInterval}, r.setCondition(ctx, ce, reason, msg)
+}
+
+// verifyLive re-reads the ClusterExtension and its plan from the API server before Deletes: the same
+// object (UID), still deleted, still held by the finalizer, still opted in to delete-operands, and the
+// same kinds and namespaces allowed.
+func (r *Reconciler) verifyLive(ctx context.Context, cached *unstructured.Unstructured, p *plan) (cleanuppass.Plan, bool, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(ClusterExtensionGVK)
+	if err := r.live.Get(ctx, client.ObjectKeyFromObject(cached), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	m, _ := mode(live)
+	if live.GetUID() != cached.GetUID() || live.GetDeletionTimestamp() == nil || !slices.Contains(live.GetFinalizers(), Finalizer) || m != ModeDeleteOperands {
+		return nil, false, nil
+	}
+	holder, err := r.holder(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	fresh, err := r.buildPlan(ctx, live, holder.UID)
+	if err != nil {
+		return nil, false, err
+	}
+	if fresh.key() != p.key() {
+		return nil, false, nil
+	}
+	return fresh, true, nil
+}
+
+type trouble struct{ reason, why string }
+
+// operatorTrouble says whether the operator can finalize CRs now: one of its Deployments exists, is not
+// being deleted and has an available replica.
+func (r *Reconciler) operatorTrouble(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (trouble, error) {
+	deps, err := r.installed(ctx, ce, holderUID, deploymentGVK)
+	if err != nil {
+		return trouble{}, err
+	}
+	var names []string
+	for _, d := range deps {
+		dep := &appsv1.Deployment{}
+		if err := r.live.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name}, dep); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return trouble{}, err
+		}
+		if dep.DeletionTimestamp != nil {
+			names = append(names, objName(dep)+" (being deleted)")
+			continue
+		}
+		if dep.Status.AvailableReplicas > 0 {
+			return trouble{}, nil
+		}
+		names = append(names, objName(dep)+" (no available replica)")
+	}
+	if len(names) == 0 {
+		return trouble{ReasonOperatorGone, "the operator is gone: ClusterExtension " + ce.GetName() + " owns no Deployment any more"}, nil
+	}
+	return trouble{ReasonOperatorNotRunning, "the operator is not running: Deployment " + strings.Join(names, ", ")}, nil
+}
+
+// stalled reports a pending count that has not decreased for StallTimeout, naming the first blocking
+// CRs and their finalizers (a finalizer nobody removes, e.g. another controller's, is the usual cause).
+func (r *Reconciler) stalled(name string, pending int, first []cleanuppass.Object) string {
+	st := r.stateFor(name)
+	now := time.Now()
+	if st.lowest < 0 || pending < st.lowest {
+		st.lowest, st.stallSince = pending, now
+		return ""
+	}
+	if now.Sub(st.stallSince) < r.opts.StallTimeout {
+		return ""
+	}
+	var blocking []string
+	for _, o := range first {
+		if o.Deleting && len(o.Finalizers) > 0 {
+			blocking = append(blocking, fmt.Sprintf("%s (finalizers: %s)", o, strings.Join(o.Finalizers, ",")))
+		}
+	}
+	msg := fmt.Sprintf("no progress for %s", now.Sub(st.stallSince).Round(time.Second))
+	if len(blocking) > 0 {
+		msg += ": waiting on the finalizers of " + capped(blocking, r.opts.MaxPendingListed)
+	}
+	return msg
+}
+
+// finish releases the holds (restoring the ClusterExtension's references the garbage collector
+// stripped), writes the final condition and event, and removes the finalizer. An orphan release is
+// re-checked: operator-controller keeps reconciling a held ClusterExtension and may give a CRD its
+// reference back.
+func (r *Reconciler) finish(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool, reason, msg string) error {
+	if r.opts.ReleaseHook != nil {
+		r.opts.ReleaseHook()
+	}
+	if _, err := r.release(ctx, ce, holderUID, orphanCRDs); err != nil {
+		return err
+	}
+	if orphanCRDs {
+		if name, err := r.stillOwned(ctx, ce, holderUID); err != nil {
+			return err
+		} else if name != "" {
+			return fmt.Errorf("CRD %s is owned by ClusterExtension %s again (operator-controller reconciled it): orphaning it again", name, ce.GetName())
+		}
+	}
+	if err := r.setCondition(ctx, ce, reason, msg); err != nil {
+		return err
+	}
+	r.recorder.Eventf(ce, nil, corev1.EventTypeNormal, reason, "Uninstall", "%s", msg)
+	if err := r.setFinalizer(ctx, ce, false); err != nil {
+		return err
+	}
+	r.forget(ce.GetName())
+	return nil
+}
+
+// orphan leaves the extension's CRDs (and every CR) behind: they lose the ClusterExtension's
+// reference, everything else goes as OLM v1 removes it.
+func (r *Reconciler) orphan(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (ctrl.Result, error) {
+	crds, err := r.installed(ctx, ce, holderUID, crdGVK)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var names []string
+	for _, c := range crds {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	msg := fmt.Sprintf("orphaned: CRDs %s kept (no owner reference to the ClusterExtension, annotation %s, helm's meta.helm.sh/release-name and app.kubernetes.io/managed-by unchanged so that a ClusterExtension of the same name adopts them); the rest goes as OLM v1 removes it",
+		capped(names, r.opts.MaxPendingListed), OrphanedFromAnnotation)
+	return ctrl.Result{}, r.finish(ctx, ce, holderUID, true, ReasonOrphaned, msg)
+}
+
+// setFinalizer adds or removes Finalizer with a merge patch guarded by resourceVersion.
+func (r *Reconciler) setFinalizer(ctx context.Context, ce *unstructured.Unstructured, on bool) error {
+	orig := ce.DeepCopy()
+	fs := slices.DeleteFunc(slices.Clone(ce.GetFinalizers()), func(f string) bool { return f == Finalizer })
+	if on {
+		fs = append(fs, Finalizer)
+	}
+	ce.SetFinalizers(fs)
+	return r.client.Patch(ctx, ce, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
