@@ -16,6 +16,10 @@
 #   fixtures.local/<op>:<version>          cmd/fixture-operator at /fixture-operator (the CSVs' command),
 #                                          one image for all, tagged once per operator and version
 #   cleanup-e2e.local/operand-cleanup:v0.1.0, cleanup-e2e.local/payload-applier:v0.1.0
+#   cleanup-e2e.local/{catalogd,operator-controller}:$OLMV1_VERSION
+#                                          OLM v1's managers (scripts/build-olmv1.sh) at /catalogd and
+#                                          /operator-controller, WORKDIR /, as upstream's Dockerfile.* lay
+#                                          them out (framework/olmv1/incluster deploys them)
 #   cleanup-e2e.local/smoke-operator:v0.0.1  e2e/smoke's test binary, which runs the smoke operator
 #                                          when CLEANUP_E2E_SMOKE_OPERATOR=1 (set in the image)
 #   example.com/memcached-operator:v0.0.1  examples/memcached-operator's manager at /manager (what its
@@ -96,6 +100,7 @@ link() { mkdir -p "$(dirname "$2")"; ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "
 # --- binaries -----------------------------------------------------------------------------------
 step "OLM binaries (scripts/build-olm.sh)" bash scripts/build-olm.sh olm catalog package-server cpb copy-content
 step "opm and grpc_health_probe (scripts/build-opm.sh)" bash scripts/build-opm.sh opm grpc_health_probe
+step "OLM v1 binaries (scripts/build-olmv1.sh)" bash scripts/build-olmv1.sh
 OLM_BIN=$BIN_DIR/olm-$OLM_VERSION
 OPM_BIN=$BIN_DIR/opm-$OPERATOR_REGISTRY_VERSION
 # One go command for the four (each binary is named after its package's directory): it loads the
@@ -184,6 +189,23 @@ USER $NONROOT:$NONROOT
 ENTRYPOINT ["/$name"]
 EOF
   build_image "$image" "$ctx"
+done
+
+# OLM v1's managers, as upstream's Dockerfile.catalogd and Dockerfile.operator-controller (distroless
+# static nonroot, WORKDIR /: catalogd's Deployment runs ./catalogd); /tmp and /var/tmp for
+# containers/image's temporary files, which distroless has.
+for name in catalogd operator-controller; do
+  ctx=$(stage "olmv1-$name")
+  link "$BIN_DIR/olmv1-$OLMV1_VERSION/$name" "$ctx/rootfs/$name"
+  mkdir -p -m 1777 "$ctx/rootfs/tmp" "$ctx/rootfs/var/tmp"
+  cat > "$ctx/Dockerfile" <<EOF
+FROM scratch
+COPY rootfs/ /
+WORKDIR /
+USER $NONROOT:$NONROOT
+ENTRYPOINT ["/$name"]
+EOF
+  build_image "cleanup-e2e.local/$name:$OLMV1_VERSION" "$ctx"
 done
 
 # The example operator, laid out as its kubebuilder Dockerfile lays it out (distroless: /manager, user

@@ -48,10 +48,14 @@ type Registry struct {
 }
 
 // StartRegistry serves an empty registry on a free loopback port until Stop.
-func StartRegistry() (*Registry, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func StartRegistry() (*Registry, error) { return StartRegistryAt("127.0.0.1:0") }
+
+// StartRegistryAt serves an empty registry on addr ("ip:port", port 0 for a free one) until Stop: an
+// address pods reach, e.g. the gateway of kind's Docker network, when the managers run in a cluster.
+func StartRegistryAt(addr string) (*Registry, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen for the OCI registry: %w", err)
+		return nil, fmt.Errorf("listen for the OCI registry on %s: %w", addr, err)
 	}
 	r := &Registry{Host: ln.Addr().String(), done: make(chan struct{}),
 		srv: &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}}

@@ -1,0 +1,165 @@
+package kind
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+)
+
+// widgetExtension is widget-operator v0.1.0 installed by a ClusterExtension, with reconciled Widgets
+// in two namespaces.
+type widgetExtension struct {
+	ce      *unstructured.Unstructured
+	ns      string // the install namespace
+	widgets []*unstructured.Unstructured
+}
+
+// installWidgetExtension holds widget-operator's APIs, removes CRDs another install left (OLM v0 keeps
+// them; helm refuses to adopt them), installs widget-operator v0.1.0 through a ClusterExtension and
+// creates two Widgets in each of two namespaces, returning once the operator has reconciled each. Its
+// cleanups remove what the spec leaves (stuck Widgets' finalizers too) before the APIs are released.
+func installWidgetExtension(ctx context.Context) *widgetExtension {
+	release, err := specs.HoldAPIsOf(ctx, apis, CurrentSpecReport().FullText(), bundles.Dir(widget.Name, "v0.1.0"))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(release)
+	removeWidgetCRDs(ctx)
+	DeferCleanup(removeWidgetCRDs)
+
+	start := time.Now()
+	suffix := utilrand.String(5)
+	x := &widgetExtension{ns: "olmv1-widget-" + suffix}
+	namespaces := []string{x.ns, "olmv1-team-a-" + suffix, "olmv1-team-b-" + suffix}
+	DeferCleanup(func(ctx context.Context) {
+		if CurrentSpecReport().Failed() {
+			collectArtifacts(ctx, append(namespaces, olmv1.SystemNamespace)...)
+		}
+		_ = client.IgnoreNotFound(k8s.Delete(ctx, x.ce))
+		for _, ns := range namespaces {
+			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+		// olmv1.CreateInstaller's binding of the installer to cluster-admin
+		_ = k8s.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: x.ns + "-installer-cluster-admin"}})
+	})
+	Expect(olmv1.CreateInstaller(ctx, k8s, x.ns, "installer")).To(Succeed())
+	x.ce = olmv1.ClusterExtension("widget-"+suffix, x.ns, "installer", widget.Name, "0.1.0")
+	Expect(k8s.Create(ctx, x.ce)).To(Succeed())
+	Expect(olmv1.WaitCondition(ctx, k8s, intervals.OLMInstall, x.ce, "Installed")).To(Succeed())
+	Expect(kube.WaitDeploymentAvailable(ctx, k8s, x.deployment(), intervals.Get(intervals.DeploymentAvailable))).To(Succeed(),
+		"the extension's Deployment (its image fixtures.local/%s:v0.1.0 is loaded into the node)", widget.Name)
+	GinkgoWriter.Printf("ClusterExtension %s Installed, operator available, %s after the start\n", x.ce.GetName(), since(start))
+
+	for _, ns := range namespaces[1:] {
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		for _, name := range []string{"w1", "w2"} {
+			w := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+			w.SetGroupVersionKind(fixturesv1alpha1.GroupVersion.WithKind("Widget"))
+			w.SetNamespace(ns)
+			w.SetName(name)
+			Expect(k8s.Create(ctx, w)).To(Succeed())
+			x.widgets = append(x.widgets, w)
+		}
+	}
+	for _, w := range x.widgets {
+		Expect(intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+			err := widget.Reconciled(ctx, k8s, w)
+			return err == nil, fmt.Sprint(err)
+		})).To(Succeed(), "widget-operator to put its finalizer and record on Widget %s/%s", w.GetNamespace(), w.GetName())
+	}
+	return x
+}
+
+// deployment is the operator's Deployment (the CSV's name).
+func (x *widgetExtension) deployment() types.NamespacedName {
+	return types.NamespacedName{Namespace: x.ns, Name: widget.Name}
+}
+
+// waitSettled waits until the ClusterExtension, the operator's Deployment and its Pods are gone
+// (nothing can finalize a Widget after that) and every Widget is gone or pending deletion, printing
+// each change with its time since deleted: the timeline.
+func (x *widgetExtension) waitSettled(ctx context.Context, deleted time.Time) {
+	last := ""
+	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+		done, why := x.settled(ctx)
+		if why != last {
+			GinkgoWriter.Printf("+%s %s\n", since(deleted), why)
+			last = why
+		}
+		return done, why
+	})
+	Expect(err).NotTo(HaveOccurred(), "the uninstall to settle after deleting ClusterExtension %s", x.ce.GetName())
+}
+
+func (x *widgetExtension) settled(ctx context.Context) (bool, string) {
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(x.ce), x.ce.DeepCopy()); !apierrors.IsNotFound(err) {
+		return false, fmt.Sprintf("ClusterExtension %s still there (error %v)", x.ce.GetName(), err)
+	}
+	if err := k8s.Get(ctx, x.deployment(), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		return false, fmt.Sprintf("Deployment %s still there (error %v)", x.deployment(), err)
+	}
+	pods := &corev1.PodList{}
+	if err := k8s.List(ctx, pods, client.InNamespace(x.ns)); err != nil || len(pods.Items) > 0 {
+		return false, fmt.Sprintf("%d operator pods still in %s (error %v)", len(pods.Items), x.ns, err)
+	}
+	for _, w := range x.widgets {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(w.GroupVersionKind())
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(w), live)
+		if err == nil && live.GetDeletionTimestamp() == nil {
+			return false, fmt.Sprintf("Widget %s/%s not deleted yet", w.GetNamespace(), w.GetName())
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err.Error()
+		}
+	}
+	return true, "settled"
+}
+
+// removeWidgetCRDs deletes widget-operator's CRDs and waits until they are gone, first taking the
+// finalizers off every CR left (stuck Widgets of a ClusterExtension deleted before them).
+func removeWidgetCRDs(ctx context.Context) {
+	for _, name := range widgetCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := k8s.Get(ctx, types.NamespacedName{Name: name}, crd); apierrors.IsNotFound(err) {
+			continue
+		} else {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(fixturesv1alpha1.GroupVersion.WithKind(crd.Spec.Names.ListKind))
+		Expect(k8s.List(ctx, list)).To(Succeed())
+		for i := range list.Items {
+			cr := &list.Items[i]
+			if len(cr.GetFinalizers()) > 0 {
+				patch := client.MergeFrom(cr.DeepCopy())
+				cr.SetFinalizers(nil)
+				Expect(client.IgnoreNotFound(k8s.Patch(ctx, cr, patch))).To(Succeed())
+			}
+		}
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, crd))).To(Succeed())
+		Expect(intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+			err := k8s.Get(ctx, types.NamespacedName{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (error %v)", name, err)
+		})).To(Succeed())
+	}
+}

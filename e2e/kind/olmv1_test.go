@@ -1,0 +1,130 @@
+package kind
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1/incluster"
+)
+
+// OLM v1 on kind: the managers as Deployments (framework/olmv1/incluster), the fixture bundles served to
+// them from a registry this process runs on kind's Docker network, and the extension's operator a Pod
+// with a projected ServiceAccount token, which envtest's local runtime is not (docs/olm-v1.md).
+var _ = runsPods && Describe("OLM v1 on kind: deleting a ClusterExtension", Ordered, Label("olmv1", "widget-operator"), func() {
+	var catalogRef string
+
+	BeforeAll(func(ctx context.Context) {
+		if provider.Kind() != "kind" {
+			Skip("OLM v1's tier needs the kind provider: its registry serves the pods from kind's Docker network")
+		}
+		start := time.Now()
+		gw, err := incluster.DockerNetworkGateway(ctx, "kind")
+		Expect(err).NotTo(HaveOccurred())
+		reg, err := olmv1.StartRegistryAt(net.JoinHostPort(gw, "0"))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(reg.Stop)
+		// the catalog lists every fixture bundle; the tests install widget-operator v0.1.0 only
+		Expect(reg.PushBundle(ctx, bundles.Dir(widget.Name, "v0.1.0"),
+			reg.Host+strings.TrimPrefix(fixtures.BundleImage(widget.Name, "v0.1.0"), fixtures.ImageRepository))).To(Succeed())
+		catalogRef = reg.Host + "/catalog:latest"
+		Expect(reg.PushCatalog(ctx, bundles.CatalogDir(), catalogRef, fixtures.ImageRepository+"/bundle/")).To(Succeed())
+		GinkgoWriter.Printf("registry %s (kind's gateway) serving widget-operator v0.1.0 and the catalog, %s\n", reg.Host, since(start))
+
+		in, err := incluster.Install(ctx, incluster.Config{Client: k8s, InsecureRegistries: []string{reg.Host},
+			Logf: func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) }})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) {
+			if CurrentSpecReport().Failed() {
+				collectArtifacts(ctx, olmv1.SystemNamespace)
+			}
+			Expect(in.Uninstall(ctx)).To(Succeed())
+		})
+
+		By("serving the catalog (ClusterCatalog, catalogd pulling from the registry)")
+		cat := olmv1.ClusterCatalog("olmv1-fixtures", catalogRef)
+		// catalogd's webhook may not answer for a moment after its Deployment is available
+		Eventually(func() error { return client.IgnoreAlreadyExists(k8s.Create(ctx, cat.DeepCopy())) }).
+			WithContext(ctx).WithTimeout(intervals.Get(intervals.WebhookServing)).Should(Succeed())
+		Expect(olmv1.WaitCondition(ctx, k8s, intervals.CatalogReady, cat, "Serving")).To(Succeed())
+		GinkgoWriter.Printf("OLM v1 up and the catalog Serving %s after the start\n", since(start))
+	})
+
+	It("leaves each Widget with its verdict when the ClusterExtension is deleted while they exist", func(ctx context.Context) {
+		x := installWidgetExtension(ctx)
+		deleted := time.Now()
+		Expect(k8s.Delete(ctx, x.ce)).To(Succeed())
+		x.waitSettled(ctx, deleted)
+		verdicts, err := olmv1.Judge(ctx, k8s, x.widgets, widget.Finalized)
+		Expect(err).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("%s after deleting ClusterExtension %s:\n%s\n", since(deleted), x.ce.GetName(), olmv1.Report(verdicts))
+		AddReportEntry("verdicts", olmv1.Report(verdicts))
+
+		// As measured on kind (docs/olm-v1.md): every Widget stuck Terminating, as on envtest.
+		for _, v := range verdicts {
+			Expect(v.Verdict).To(Equal(olmv1.StuckTerminating), "OLM v1 %s changed what deleting a ClusterExtension does on kind: Widget %s/%s is %q, "+
+				"as measured each one is stuck Terminating; all verdicts:\n%s", olmv1.Version, v.Namespace, v.Name, v.Verdict, olmv1.Report(verdicts))
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: widgetsCRD}, crd)).To(Succeed(), "CRD %s while its Widgets are stuck", widgetsCRD)
+		Expect(crd.DeletionTimestamp).NotTo(BeNil(), "CRD %s: want it Terminating while its Widgets are stuck", widgetsCRD)
+	})
+
+	It("lets the operator finalize every Widget when they are deleted before the ClusterExtension", func(ctx context.Context) {
+		x := installWidgetExtension(ctx)
+		for _, w := range x.widgets {
+			Expect(k8s.Delete(ctx, w)).To(Succeed())
+		}
+		for _, w := range x.widgets {
+			Expect(intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+				err := k8s.Get(ctx, client.ObjectKeyFromObject(w), w.DeepCopy())
+				return apierrors.IsNotFound(err), fmt.Sprintf("Widget %s/%s still there (error %v)", w.GetNamespace(), w.GetName(), err)
+			})).To(Succeed(), "Widget %s/%s to be gone while its operator runs", w.GetNamespace(), w.GetName())
+		}
+		deleted := time.Now()
+		Expect(k8s.Delete(ctx, x.ce)).To(Succeed())
+		x.waitSettled(ctx, deleted)
+		verdicts, err := olmv1.Judge(ctx, k8s, x.widgets, widget.Finalized)
+		Expect(err).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("verdicts:\n%s\n", olmv1.Report(verdicts))
+		for _, v := range verdicts {
+			Expect(v.Verdict).To(Equal(olmv1.Finalized), "Widget %s/%s when the CRs go before the ClusterExtension; all verdicts:\n%s",
+				v.Namespace, v.Name, olmv1.Report(verdicts))
+		}
+		for _, name := range widgetCRDs {
+			Expect(intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+				err := k8s.Get(ctx, types.NamespacedName{Name: name}, &apiextensionsv1.CustomResourceDefinition{})
+				return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (error %v)", name, err)
+			})).To(Succeed(), "CRD %s to go with ClusterExtension %s once no Widget is left", name, x.ce.GetName())
+		}
+		GinkgoWriter.Printf("CRDs %v gone %s after deleting the ClusterExtension\n", widgetCRDs, since(deleted))
+	})
+})
+
+const widgetsCRD = "widgets.fixtures.cleanup-e2e.io"
+
+// widgetCRDs are widget-operator v0.1.0's CRDs.
+var widgetCRDs = []string{widgetsCRD, "widgetclasses.fixtures.cleanup-e2e.io"}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+
+func collectArtifacts(ctx context.Context, namespaces ...string) {
+	dir, err := artifacts.Collect(ctx, artifacts.CollectInput{Client: k8s, Provider: provider,
+		Namespaces: append(namespaces, widget.DefaultRecordsNamespace), Spec: CurrentSpecReport().FullText()})
+	AddReportEntry("artifacts", dir, err)
+}
