@@ -70,7 +70,7 @@ func refIndex(refs []metav1.OwnerReference, uid types.UID) int {
 // with the extension's name and either owned by this very ClusterExtension (UID) or carrying the holder
 // reference without another ClusterExtension's (the garbage collector strips the reference to an owner
 // deleted in foreground from an object that has another live owner). CRDs an orphan uninstall of an
-// earlier ClusterExtension of the same name left behind are not listed.
+// earlier ClusterExtension of the same name left behind are listed only once this one adopted them.
 func (r *Reconciler) installed(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, kinds ...schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
 	if len(kinds) == 0 {
 		kinds = heldKinds
@@ -86,10 +86,10 @@ func (r *Reconciler) installed(ctx context.Context, ce *unstructured.Unstructure
 		for i := range l.Items {
 			o := &l.Items[i]
 			o.SetGroupVersionKind(gvk)
-			if of, ok := o.Annotations[OrphanedFromAnnotation]; ok && of != orphanKey(ce) {
-				continue
-			}
 			mine := refIndex(o.OwnerReferences, ce.GetUID()) >= 0
+			if of, ok := o.Annotations[OrphanedFromAnnotation]; ok && of != orphanKey(ce) && !mine {
+				continue // left behind by an earlier ClusterExtension's orphan uninstall, not adopted (yet)
+			}
 			if !mine && holderUID != "" && refIndex(o.OwnerReferences, holderUID) >= 0 && !ownedByOtherExtension(o, ce) {
 				mine = true
 			}

@@ -1,0 +1,86 @@
+// Package extensioncleanup gives OLM v1 users what pkg/operandcleanup gives OLM v0 users: an uninstall
+// in which the operator finalizes its custom resources before its CRDs, Deployment and RBAC go. Deleting
+// a ClusterExtension (operator-controller v1.2.0) lets the garbage collector (GC) take everything it
+// owns at once: deleting a CRD deletes every CR of its kind, the operator is often gone first, and CRs
+// with finalizers stay Terminating (docs/olm-v1.md). Upstream has no ordered uninstall and no orphan
+// policy (operator-controller #775); both are this project's opt-ins, not OLM API.
+//
+// It runs in the operand-cleanup binary (operandcleanup.Main adds it with AddWhenServed once the
+// ClusterExtension API is served) and deletes with pkg/cleanuppass, the same pass as the OLM v0
+// controller: live paged lists, UID preconditions, a live re-verification at most 1 s old before every
+// Delete, a live list before letting the operator go.
+//
+// # Rules
+//
+//   - The annotation UninstallAnnotation (cleanup-e2e.io/uninstall) on a ClusterExtension chooses:
+//     ModeDeleteOperands ("delete-operands"), ModeOrphan ("orphan"); absent is OLM v1's own uninstall; an
+//     unknown value is reported (Warning InvalidAnnotation) and treated as absent.
+//   - Opted in and installed: Finalizer on the ClusterExtension; the holder's owner reference on what must
+//     outlive its deletion (delete-operands: the operator's Deployments, ServiceAccounts, ClusterRoles,
+//     ClusterRoleBindings, Roles, RoleBindings and the CRDs; orphan: the CRDs), appended after
+//     operator-controller's controller reference, re-checked every Options.HoldResync. The holder is the
+//     controller's own ClusterRole (DefaultHolderName), a live cluster-scoped object: the GC never deletes
+//     an object with a live owner (kube-controller-manager garbagecollector.go attemptToDeleteItem, the
+//     "solid" owners case), it only strips the references to owners that are gone or deleting in
+//     foreground. So both propagation policies are held: background by the finalizer (the GC starts on
+//     dependents only once the owner is gone from storage), foreground by the holder (the GC would delete
+//     blocking dependents at once, and a Deployment deleted in foreground loses its pods however it is
+//     finalized). A finalizer on the ServiceAccount would not do: kube-apiserver rejects a bound token of
+//     a ServiceAccount deleted more than jwt.DefaultLeeway (60 s) ago (pkg/serviceaccount/claims.go).
+//   - The extension's objects are found, live, by operator-controller's labels
+//     olm.operatorframework.io/owner-kind=ClusterExtension and owner-name=<name>, and are the
+//     ClusterExtension's only with its UID in their owner references (or, once the GC stripped it in a
+//     foreground deletion, the holder's reference).
+//   - delete-operands, on deletion: while one of the operator's Deployments has an available replica,
+//     passes delete the CRs of the extension's CRDs in the namespaces its operator watches
+//     (olm.targetNamespaces on the Deployments' pod templates; empty or absent: all namespaces, as v1.2.0
+//     installs without the SingleOwnNamespaceInstallSupport gate); the condition ConditionType
+//     (cleanup-e2e.io/Uninstall) carries the pending count and the first Options.MaxPendingListed CRs
+//     with their finalizers; once none is left, checked live, the holds are released, the condition says
+//     CleanupCompleted (and an event), and the finalizer goes: the GC then removes the rest as upstream.
+//   - orphan, on deletion: the CRDs lose the ClusterExtension's reference and get OrphanedFromAnnotation,
+//     keep the holder's reference until the ClusterExtension is gone (a foreground GC never reaches
+//     them), then lose it too. helm's ownership metadata (label app.kubernetes.io/managed-by: Helm,
+//     annotations meta.helm.sh/release-name and release-namespace) is left as is: a ClusterExtension of
+//     the same name and namespace installs again and adopts them (helm's existingResourceConflict);
+//     another name or namespace is refused by helm, as for any object of another release.
+//   - Opt-out (annotation removed, before or during the uninstall) releases at once; a deleted
+//     ClusterExtension then goes as upstream removes it.
+//
+// # Safety invariants
+//
+//  1. A CR is deleted only by a pass of a ClusterExtension X that, read from the API server at most 1 s
+//     before the Delete, exists with the same UID, is being deleted, carries Finalizer and is opted in
+//     with delete-operands; the CR's kind is one of X's CRDs that no other ClusterExtension references and
+//     no OLM v0 CSV owns or requires (those are left and named in the condition); its namespace is one X's
+//     operator watches (cluster-scoped only for an operator watching all namespaces); it is the very object
+//     listed (UID precondition).
+//  2. Nothing is deleted for a ClusterExtension that is not being deleted: an upgrade that drops a CRD is
+//     helm's own Delete (the holder's reference does not stop an explicit Delete), and the CRD's CRs are
+//     left to it.
+//  3. No Delete goes out while none of X's Deployments has an available replica: the condition says
+//     OperatorNotRunning or OperatorGone, naming the Deployment, and a Warning event repeats it.
+//  4. The operator is let go (holds released, Finalizer removed) only after a pass found nothing pending
+//     and a live list confirms that no CR of the plan is left. A CR another finalizer holds keeps X for as
+//     long as it stays; after Options.StallTimeout the condition (CleanupStalled) and a Warning event name
+//     it and its finalizers.
+//  5. An opt-out is the user's explicit release: nothing more is deleted, everything is released at once.
+//     The controller never writes UninstallAnnotation.
+//  6. Releasing leaves what the GC would have left: the holder's reference goes before Finalizer, and an
+//     object the GC stripped of X's reference gets it back, so a hold never orphans an object; only orphan
+//     mode leaves objects (the CRDs) behind, and marks them.
+//
+// The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is
+// upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); and, in orphan
+// mode, operator-controller v1.2.0 keeps reconciling a deleted ClusterExtension once its own finalizers
+// ran (no deletionTimestamp check in ClusterExtensionReconciler.reconcile) and may give a CRD its
+// reference back between the controller's re-check and the removal of Finalizer.
+//
+// Helm keeps the holder's reference: helm-operator-plugins v0.8.0 actionClient.Reconcile
+// (pkg/client/actionclient.go createPatch) patches a CRD with a JSON patch of existing → expected minus
+// every "remove" operation (a trailing extra reference only yields removes), other kinds with a three-way
+// strategic merge whose original is the manifest itself (ownerReferences merge by UID: nothing deleted);
+// helm v3.17.1 Client.Update (pkg/kube/client.go createPatch) diffs the old and new manifests, which
+// never contain the holder. RBAC objects may be patched so: ownerReferences-only changes skip the
+// escalation checks (k8s.io/kubernetes pkg/registry/rbac IsOnlyMutatingGCFields).
+package extensioncleanup

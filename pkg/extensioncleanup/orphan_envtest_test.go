@@ -1,0 +1,86 @@
+package extensioncleanup_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
+)
+
+// TestOrphanAndReinstall: opted in with orphan, the ClusterExtension deleted in foreground (the garbage
+// collector deletes blocking dependents at once): the CRDs stay, without an owner reference, every
+// Widget stays undeleted; the operator and its RBAC go. A ClusterExtension of the same name then
+// installs again and adopts the CRDs (helm's ownership annotations still name its release).
+func TestOrphanAndReinstall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := setup(ctx, t, extensioncleanup.ModeOrphan, fast)
+	deleted := e.deleteCE(ctx, t, metav1.DeletePropagationForeground)
+	e.waitSettled(ctx, t, deleted)
+
+	// The holder's reference goes once the ClusterExtension is gone (its reconcile of the deletion).
+	var crd *apiextensionsv1.CustomResourceDefinition
+	waitFor(ctx, t, "the orphaned CRD without owner references", func() (bool, string) {
+		crd = e.crd(ctx, t)
+		if crd == nil {
+			return false, "CRD gone"
+		}
+		return len(crd.OwnerReferences) == 0, fmt.Sprintf("ownerReferences %+v", crd.OwnerReferences)
+	})
+	if crd.DeletionTimestamp != nil {
+		t.Fatalf("CRD %s orphaned: want it kept, it is being deleted", widgetCRD)
+	}
+	t.Logf("orphaned CRD %s: labels %v, annotations %v", widgetCRD, crd.Labels, crd.Annotations)
+	for _, w := range e.widgets {
+		live := w.DeepCopy()
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(w), live); err != nil || live.GetDeletionTimestamp() != nil {
+			t.Errorf("Widget %s/%s under an orphaned CRD: want it kept, got deletionTimestamp %v, error %v", w.GetNamespace(), w.GetName(), live.GetDeletionTimestamp(), err)
+		}
+	}
+
+	// Reinstall under the same name, not opted in.
+	ce := olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", "0.1.0")
+	reinstalled := time.Now()
+	if err := e.c.Create(ctx, ce); err != nil {
+		t.Fatal(err)
+	}
+	if err := olmv1.WaitCondition(ctx, e.c, intervals.OLMInstall, ce, "Installed"); err != nil {
+		t.Fatalf("a reinstall after an orphan uninstall: %v", err)
+	}
+	t.Logf("reinstalled: Installed %s after the creation", time.Since(reinstalled).Round(time.Millisecond))
+	after := &apiextensionsv1.CustomResourceDefinition{}
+	if err := e.c.Get(ctx, types.NamespacedName{Name: widgetCRD}, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.UID != crd.UID {
+		t.Errorf("CRD %s: want the orphaned one adopted (UID %s), got UID %s", widgetCRD, crd.UID, after.UID)
+	}
+	if len(after.OwnerReferences) != 1 || after.OwnerReferences[0].UID != ce.GetUID() {
+		t.Errorf("CRD %s adopted: want the new ClusterExtension's reference, got %+v", widgetCRD, after.OwnerReferences)
+	}
+	if err := kube.WaitDeploymentAvailable(ctx, e.c, e.depKey, intervals.Get(intervals.DeploymentAvailable)); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range e.widgets {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(w.GroupVersionKind())
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(w), live); err != nil {
+			t.Fatal(err)
+		}
+		if err := widget.Reconciled(ctx, e.c, live); err != nil {
+			t.Errorf("Widget %s/%s after the reinstall: %v", w.GetNamespace(), w.GetName(), err)
+		}
+	}
+}
