@@ -104,10 +104,45 @@ func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]ty
 	if err != nil {
 		return nil, err
 	}
+	return featuresOf(fmt.Sprintf("Operand cleanup of %s", in.Name), "operand-cleanup", in.Name, cases), nil
+}
+
+// OLMv1UninstallFeatures are the OLM v1 uninstall cases for the operator in describes (the cases of
+// specs.DescribeOLMv1Uninstall), one feature each, labelled "olmv1", the operator's name and each
+// case's labels. The cluster's stack needs OLM v1 (stack.ForOLMv1Uninstall()). Each case holds its
+// operator's APIs exclusively (cluster.APILocker), so they run one after the other even under
+// env.TestInParallel.
+func (c *Cluster) OLMv1UninstallFeatures(in specs.OperandCleanupSpecInput) ([]types.Feature, error) {
+	if in.Environment == nil {
+		in.Environment = c.Environment
+	}
+	cases, err := specs.OLMv1Cases(in)
+	if err != nil {
+		return nil, err
+	}
+	return featuresOf(fmt.Sprintf("OLM v1 uninstall of %s", in.Name), "olmv1", in.Name, cases), nil
+}
+
+// MustOLMv1UninstallFeatures is OLMv1UninstallFeatures failing t on a bad input (the error names the
+// field).
+func (c *Cluster) MustOLMv1UninstallFeatures(t *testing.T, in specs.OperandCleanupSpecInput) []types.Feature {
+	t.Helper()
+	fs, err := c.OLMv1UninstallFeatures(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// featuresOf makes one feature of each case, labelled with the suite, the operator, each case's labels
+// and its install mode (when it has one).
+func featuresOf(title, suite, operator string, cases []specs.Case) []types.Feature {
 	var out []types.Feature
 	for _, k := range cases {
-		b := features.New(fmt.Sprintf("Operand cleanup of %s %s", in.Name, k.Name)).
-			WithLabel("suite", "operand-cleanup").WithLabel("operator", in.Name).WithLabel("mode", string(k.Mode))
+		b := features.New(fmt.Sprintf("%s %s", title, k.Name)).WithLabel("suite", suite).WithLabel("operator", operator)
+		if k.Mode != "" {
+			b = b.WithLabel("mode", string(k.Mode))
+		}
 		for _, l := range k.Labels {
 			b = b.WithLabel("case", l)
 		}
@@ -119,7 +154,7 @@ func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]ty
 			return ctx
 		}).Feature())
 	}
-	return out, nil
+	return out
 }
 
 // MustOperandCleanupFeatures is OperandCleanupFeatures failing t on a bad input (the error names the

@@ -3,6 +3,7 @@ package olmv1
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -47,7 +48,7 @@ func CreateInstaller(ctx context.Context, c client.Client, ns, sa string) error 
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + sa + "-cluster-admin"},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: InstallerBinding(ns, sa)},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}},
 	}
@@ -103,4 +104,30 @@ func Conditions(u *unstructured.Unstructured) ([]metav1.Condition, error) {
 		out = append(out, cond)
 	}
 	return out, nil
+}
+
+// CatalogNameLabel is the label catalogd's webhook puts on every ClusterCatalog (its name): what a
+// ClusterExtension selects a catalog by.
+const CatalogNameLabel = "olm.operatorframework.io/metadata.name"
+
+// SelectCatalog makes ce resolve its package from the ClusterCatalog named catalog only (several
+// catalogs may serve the same package).
+func SelectCatalog(ce *unstructured.Unstructured, catalog string) {
+	_ = unstructured.SetNestedStringMap(ce.Object, map[string]string{CatalogNameLabel: catalog},
+		"spec", "source", "catalog", "selector", "matchLabels")
+}
+
+// InstallerBinding is the name of the ClusterRoleBinding CreateInstaller makes for ServiceAccount ns/sa.
+func InstallerBinding(ns, sa string) string { return ns + "-" + sa + "-cluster-admin" }
+
+// DescribeConditions renders conditions as "Type=Status Reason: message; …" for a failure message.
+func DescribeConditions(conds []metav1.Condition) string {
+	if len(conds) == 0 {
+		return "no conditions yet"
+	}
+	out := make([]string, len(conds))
+	for i, c := range conds {
+		out[i] = fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return strings.Join(out, "; ")
 }

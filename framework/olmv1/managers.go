@@ -26,9 +26,11 @@ type Config struct {
 	Client client.Client
 	// Kubeconfig is the admin kubeconfig both managers use (KUBECONFIG), e.g. the envtest provider's.
 	Kubeconfig string
-	// WorkDir holds the certificates, both cache directories, HOME and the logs (logs/catalogd.log,
-	// logs/operator-controller.log). Created if missing.
+	// WorkDir holds the certificates, both cache directories and HOME. Created if missing.
 	WorkDir string
+	// LogDir holds catalogd.log and operator-controller.log (default: WorkDir/logs), e.g. the
+	// provider's log directory, which a failed spec's artifacts copy.
+	LogDir string
 	// InsecureRegistries are the registry hosts the managers may pull from over plain HTTP (the
 	// Registry's Host): registries.conf in their HOME marks them insecure, the only switch
 	// containers/image has for it.
@@ -70,7 +72,11 @@ func Start(ctx context.Context, cfg Config) (_ *Managers, err error) {
 
 	dir := cfg.WorkDir
 	home := filepath.Join(dir, "home")
-	for _, d := range []string{filepath.Join(home, ".config", "containers"), filepath.Join(dir, "logs")} {
+	logs := cfg.LogDir
+	if logs == "" {
+		logs = filepath.Join(dir, "logs")
+	}
+	for _, d := range []string{filepath.Join(home, ".config", "containers"), logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -100,7 +106,7 @@ func Start(ctx context.Context, cfg Config) (_ *Managers, err error) {
 	// (/var/cache), always a directory of this run. The work dir is in each command line so that
 	// process.ReapStale finds them after a crash of the test.
 	m.Catalogd, err = process.Start(process.Spec{Name: "catalogd", Path: catBin, Env: env, Dir: dir,
-		LogPath: filepath.Join(dir, "logs", "catalogd.log"),
+		LogPath: filepath.Join(logs, "catalogd.log"),
 		Args: []string{
 			"--cache-dir=" + filepath.Join(dir, "catalogd-cache"),
 			"--system-namespace=" + SystemNamespace,
@@ -117,7 +123,7 @@ func Start(ctx context.Context, cfg Config) (_ *Managers, err error) {
 		return nil, err
 	}
 	m.OperatorController, err = process.Start(process.Spec{Name: "operator-controller", Path: ocBin, Env: env, Dir: dir,
-		LogPath: filepath.Join(dir, "logs", "operator-controller.log"),
+		LogPath: filepath.Join(logs, "operator-controller.log"),
 		Args: []string{
 			"--cache-path=" + filepath.Join(dir, "operator-controller-cache"),
 			"--system-namespace=" + SystemNamespace,

@@ -24,9 +24,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-
-	"github.com/cleanup-e2e/cleanup-e2e/bundles"
-	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 )
 
 // Labels that make an image a registry+v1 bundle (operator-registry's annotations.yaml, as labels) and
@@ -73,30 +70,12 @@ func (r *Registry) Stop() error {
 	return err
 }
 
-// BundleRef is the reference of the bundle image of package pkg at version, e.g.
-// 127.0.0.1:5000/bundle/widget-operator:v0.1.0 (the catalog's fixtures.local/bundle/... rewritten).
-func (r *Registry) BundleRef(pkg, version string) string {
-	return r.Host + strings.TrimPrefix(fixtures.BundleImage(pkg, version), fixtures.ImageRepository)
-}
-
-// CatalogRef is the reference of the catalog image PushFixtures pushes.
-func (r *Registry) CatalogRef() string { return r.Host + "/catalog:latest" }
-
-// PushFixtures pushes a bundle image for every bundles/<package>/<version> the catalog lists and the
-// catalog image (CatalogRef) of bundles/catalog, its bundle references pointing at this registry.
-func (r *Registry) PushFixtures(ctx context.Context) error {
-	for _, op := range fixtures.Operators() {
-		for _, v := range op.Versions {
-			if err := r.PushBundle(ctx, bundles.Dir(op.Name, v), r.BundleRef(op.Name, v)); err != nil {
-				return err
-			}
-		}
-	}
-	return r.PushCatalog(ctx, bundles.CatalogDir(), r.CatalogRef())
-}
-
 // PushBundle pushes the registry+v1 bundle in dir (manifests/, metadata/) as one-layer image ref.
 func (r *Registry) PushBundle(ctx context.Context, dir, ref string) error {
+	return pushBundle(ctx, dir, ref)
+}
+
+func pushBundle(ctx context.Context, dir, ref string) error {
 	files, err := readTree(dir, func(rel string) bool {
 		return strings.HasPrefix(rel, "manifests/") || strings.HasPrefix(rel, "metadata/")
 	})
@@ -107,16 +86,16 @@ func (r *Registry) PushBundle(ctx context.Context, dir, ref string) error {
 }
 
 // PushCatalog pushes the file-based catalog in dir as image ref, its files under /configs, every
-// reference to a fixtures.local/bundle/ image rewritten to this registry (no opm: an FBC image is only
-// its files and the configs label).
-func (r *Registry) PushCatalog(ctx context.Context, dir, ref string) error {
+// bundle reference starting with fromRepo (e.g. "fixtures.local/bundle/") rewritten to this registry's
+// Host/bundle/ (no opm: an FBC image is only its files and the configs label).
+func (r *Registry) PushCatalog(ctx context.Context, dir, ref, fromRepo string) error {
 	files, err := readTree(dir, func(rel string) bool { return strings.HasSuffix(rel, ".yaml") || strings.HasSuffix(rel, ".json") })
 	if err != nil {
 		return fmt.Errorf("catalog %s: %w", dir, err)
 	}
 	configs := map[string][]byte{}
 	for rel, data := range files {
-		configs["configs/"+rel] = bytes.ReplaceAll(data, []byte(fixtures.ImageRepository+"/bundle/"), []byte(r.Host+"/bundle/"))
+		configs["configs/"+rel] = bytes.ReplaceAll(data, []byte(fromRepo), []byte(r.Host+"/bundle/"))
 	}
 	return push(ctx, ref, configs, map[string]string{catalogConfigsLabel: "/configs"})
 }

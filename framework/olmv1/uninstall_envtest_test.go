@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +19,7 @@ import (
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/olmv1fixtures"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
@@ -168,7 +168,7 @@ func installWith(ctx context.Context, t *testing.T, afterPush func(context.Conte
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reg.Stop() })
-	if err := reg.PushFixtures(ctx); err != nil {
+	if err := olmv1fixtures.Push(ctx, reg); err != nil {
 		t.Fatal(err)
 	}
 	if afterPush != nil {
@@ -193,7 +193,7 @@ func installWith(ctx context.Context, t *testing.T, afterPush func(context.Conte
 	})
 	t.Logf("control plane, registry and OLM v1 up in %s", time.Since(start).Round(time.Millisecond))
 
-	cat := olmv1.ClusterCatalog("fixtures", reg.CatalogRef())
+	cat := olmv1.ClusterCatalog("fixtures", olmv1fixtures.CatalogRef(reg))
 	if err := c.Create(ctx, cat); err != nil {
 		t.Fatal(err)
 	}
@@ -250,46 +250,13 @@ func installWith(ctx context.Context, t *testing.T, afterPush func(context.Conte
 // gone or pending deletion, logging each change with its time since deleted: the timeline.
 func waitSettled(ctx context.Context, t *testing.T, in installed, deleted time.Time) {
 	t.Helper()
-	last := ""
-	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
-		done, why := settled(ctx, in.c, in.p, in.ce, in.depKey, in.widgets)
-		if why != last {
-			t.Logf("+%s %s", time.Since(deleted).Round(time.Millisecond), why)
-			last = why
-		}
-		return done, why
-	})
-	if err != nil {
-		t.Fatalf("the uninstall to settle after deleting ClusterExtension %s: %v", in.ce.GetName(), err)
+	u := olmv1.Uninstall{ClusterExtension: in.ce, Deployment: in.depKey, CRs: in.widgets,
+		OperatorRunning: func(context.Context) (bool, string) {
+			return slices.Contains(in.p.Runtime().Running(), in.depKey), fmt.Sprintf("the local runtime still runs %s", in.depKey)
+		}}
+	if err := u.WaitSettled(ctx, in.c, deleted, t.Logf); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// settled: the ClusterExtension and the operator's Deployment gone, the local runtime no longer
-// running it (nothing can finalize a Widget after that), and every Widget gone or pending deletion.
-func settled(ctx context.Context, c client.Client, p *envtest.Provider, ce *unstructured.Unstructured, depKey types.NamespacedName,
-	widgets []*unstructured.Unstructured) (bool, string) {
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ce), ce.DeepCopy()); !apierrors.IsNotFound(err) {
-		return false, fmt.Sprintf("ClusterExtension %s still there (error %v)", ce.GetName(), err)
-	}
-	dep := &appsv1.Deployment{}
-	if err := c.Get(ctx, depKey, dep); !apierrors.IsNotFound(err) {
-		return false, fmt.Sprintf("Deployment %s still there (deletionTimestamp %v, finalizers %v, error %v)", depKey, dep.DeletionTimestamp, dep.Finalizers, err)
-	}
-	if slices.Contains(p.Runtime().Running(), depKey) {
-		return false, fmt.Sprintf("the local runtime still runs %s", depKey)
-	}
-	for _, w := range widgets {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(w.GroupVersionKind())
-		err := c.Get(ctx, client.ObjectKeyFromObject(w), live)
-		if err == nil && live.GetDeletionTimestamp() == nil {
-			return false, fmt.Sprintf("Widget %s/%s not deleted yet", w.GetNamespace(), w.GetName())
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return false, err.Error()
-		}
-	}
-	return true, "settled"
 }
 
 // expectUninstallNotClean asserts what v1.2.0's uninstall guarantees despite the upstream race between

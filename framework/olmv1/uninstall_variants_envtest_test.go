@@ -22,6 +22,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/olmv1fixtures"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
@@ -107,7 +108,7 @@ func TestResourcePolicyKeepCRD(t *testing.T) {
 		if err := os.WriteFile(crdFile, data, 0o644); err != nil {
 			return err
 		}
-		return reg.PushBundle(ctx, dir, reg.BundleRef("widget-operator", "v0.1.0"))
+		return reg.PushBundle(ctx, dir, olmv1fixtures.BundleRef(reg, "widget-operator", "v0.1.0"))
 	})
 	c := in.c
 	crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -193,7 +194,7 @@ func TestUpgradeDropsACRD(t *testing.T) {
 		if err := os.Remove(filepath.Join(dir, "manifests", "fixtures.cleanup-e2e.io_widgetclasses.yaml")); err != nil {
 			return err
 		}
-		return reg.PushBundle(ctx, dir, reg.BundleRef("widget-operator", "v0.2.0"))
+		return reg.PushBundle(ctx, dir, olmv1fixtures.BundleRef(reg, "widget-operator", "v0.2.0"))
 	})
 	c := in.c
 	wc := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}

@@ -74,18 +74,25 @@ func NewInstallationFor(ctx context.Context, t T, in OperandCleanupSpecInput, mo
 }
 
 // phase times one phase of the test for the time budget (framework/budget); call the result when it
-// ends. A mutation check records no timings (budgeted) but which wait the case is in (Mutant.CaughtBy).
-func (r *Installation) phase(name string) func() {
-	if m, ok := r.t.(*recordingT); ok {
+// ends.
+func (r *Installation) phase(name string) func() { return phase(r.t, name) }
+
+// within is the timeout of a wait in the current phase (see within).
+func (r *Installation) within(d time.Duration) time.Duration { return within(r.t, d) }
+
+// phase times one phase of t for the time budget; call the result when it ends. A mutation check
+// records no timings (budgeted) but which wait the case is in (Mutant.CaughtBy).
+func phase(t T, name string) func() {
+	if m, ok := t.(*recordingT); ok {
 		return m.enter(Wait(name))
 	}
-	return budget.Start(r.t.Name(), name, r.t.Failed)
+	return budget.Start(t.Name(), name, t.Failed)
 }
 
-// within is the timeout of a wait in the current phase: d, except in the wait of a mutation check
-// that must catch the mutant (recordingT.timeout).
-func (r *Installation) within(d time.Duration) time.Duration {
-	if m, ok := r.t.(*recordingT); ok {
+// within is the timeout of a wait in t's current phase: d, except in the wait of a mutation check that
+// must catch the mutant (recordingT.timeout).
+func within(t T, d time.Duration) time.Duration {
+	if m, ok := t.(*recordingT); ok {
 		return m.timeout(d)
 	}
 	return d
@@ -187,26 +194,34 @@ func (r *Installation) CreateOperands(ctx context.Context) {
 	r.t.Step("creating operands in " + joinNames(r.l.sampleNamespaces(r.all)))
 	r.ops = r.createSamples(ctx, r.in.Samples, r.l.sampleNamespaces(r.all)...)
 	if r.in.Reconciled == nil {
-		warnf(r.t, "OperandCleanupSpecInput.Reconciled is not set: these specs cannot tell an operator that never "+
-			"reconciles from one that works (its samples are deleted as easily without it). Set it to check what your "+
-			"operator does for a sample: its finalizer and something it made (docs/use-from-your-operator-repo.md)")
+		warnf(r.t, noReconciledCheck)
 		return
 	}
 	watched, _ := r.ops.where(r.WatchedNamespaces(), r.Global())
-	crashing := r.crashLoopCheck(ctx)
-	for _, o := range watched {
-		r.g.Eventually(func() error {
+	expectReconciled(ctx, r.t, r.in, watched, r.crashLoopCheck(ctx), func() string { return olm.DescribeOperatorLogs(ctx, r.c, r.logs, r.csv) })
+}
+
+// expectReconciled waits until in.Reconciled holds for each of objs; crashing stops the wait once the
+// operator crash-loops, and operator (read when a wait fails) describes it.
+func expectReconciled(ctx context.Context, t T, in OperandCleanupSpecInput, objs []*unstructured.Unstructured, crashing func() error, operator func() string) {
+	c := in.Environment().Client
+	for _, o := range objs {
+		t.Gomega().Eventually(func() error {
 			if err := crashing(); err != nil {
 				return err
 			}
-			return r.in.Reconciled(ctx, r.c, o)
-		}).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).
-			Should(Succeed(), func() string { // read when the wait fails: the operator may be crash-looping
-				return fmt.Sprintf("operator should reconcile %s %s; operator: %s", o.GetKind(), describeKey(o),
-					olm.DescribeOperatorLogs(ctx, r.c, r.logs, r.csv))
+			return in.Reconciled(ctx, c, o)
+		}).WithContext(ctx).WithTimeout(within(t, in.Timeout)).
+			Should(Succeed(), func() string {
+				return fmt.Sprintf("operator should reconcile %s %s; operator: %s", o.GetKind(), describeKey(o), operator())
 			})
 	}
 }
+
+// noReconciledCheck is the warning of a case whose input has no Reconciled check.
+const noReconciledCheck = "OperandCleanupSpecInput.Reconciled is not set: these specs cannot tell an operator that never " +
+	"reconciles from one that works (its samples are deleted as easily without it). Set it to check what your " +
+	"operator does for a sample: its finalizer and something it made (docs/use-from-your-operator-repo.md)"
 
 // createSamples creates the samples in the namespaces once the operator's webhooks can be called
 // (WaitWebhooksServing, once per installation), each create tried again while a webhook cannot be
@@ -237,15 +252,21 @@ const crashCheckInterval = time.Second
 // an error that stops the wait (Gomega's StopTrying) once the operator crash-loops
 // (olm.CrashLooping), naming the crash instead of waiting out the timeout.
 func (r *Installation) crashLoopCheck(ctx context.Context) func() error {
+	return crashLoopCheck(ctx, r.c, r.logs, func() *operatorsv1alpha1.ClusterServiceVersion { return r.csv })
+}
+
+// crashLoopCheck is the check for the operator of the CSV csv returns (none while nil).
+func crashLoopCheck(ctx context.Context, c client.Client, logs olm.PodLogs, csv func() *operatorsv1alpha1.ClusterServiceVersion) func() error {
 	var last time.Time
 	return func() error {
-		if r.csv == nil || time.Since(last) < crashCheckInterval {
+		csv := csv()
+		if csv == nil || time.Since(last) < crashCheckInterval {
 			return nil
 		}
 		last = time.Now()
-		if v := olm.CrashLooping(ctx, r.c, r.logs, r.csv); v != "" {
+		if v := olm.CrashLooping(ctx, c, logs, csv); v != "" {
 			return StopTrying(fmt.Sprintf("the operator of CSV %s/%s is crash-looping (the wait stops after %d exits): %s. "+
-				"Fix what it logged; every run's whole log is in the failed spec's artifacts", r.csv.Namespace, r.csv.Name, olm.CrashLoopExits, v))
+				"Fix what it logged; every run's whole log is in the failed spec's artifacts", csv.Namespace, csv.Name, olm.CrashLoopExits, v))
 		}
 		return nil
 	}
@@ -335,24 +356,30 @@ func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unst
 
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.
 func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
-	defer r.phase(string(WaitRemoved))()
-	// An operator that crashes in its finalizer (a panic) crash-loops meanwhile: the wait says so.
-	crashing := r.crashLoopCheck(ctx)
-	r.g.Eventually(func() ([]string, error) {
+	expectRemoved(ctx, r.t, r.in, r.ops, objs, r.crashLoopCheck(ctx))
+}
+
+// expectRemoved waits (in the phase WaitRemoved) until objs, operands of ops, are gone and in.Finalized
+// holds for each; crashing stops the wait once the operator crash-loops (one that crashes in its
+// finalizer, a panic).
+func expectRemoved(ctx context.Context, t T, in OperandCleanupSpecInput, ops *operands, objs []*unstructured.Unstructured, crashing func() error) {
+	defer phase(t, string(WaitRemoved))()
+	g := t.Gomega()
+	g.Eventually(func() ([]string, error) {
 		if err := crashing(); err != nil {
 			return nil, err
 		}
-		return r.ops.existing(ctx, objs)
-	}).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).Should(BeEmpty(), "operands that cleanup must remove")
-	if r.in.Finalized == nil {
-		warnf(r.t, "OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that "+
+		return ops.existing(ctx, objs)
+	}).WithContext(ctx).WithTimeout(within(t, in.Timeout)).Should(BeEmpty(), "operands that cleanup must remove")
+	if in.Finalized == nil {
+		warnf(t, "OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that "+
 			"cleans up from one that only removes itself — one that skips its work passes, unless what it should have "+
 			"removed is an object the leftovers check attributes to the installation. Set it to check what your finalizer "+
 			"undoes (specs.Gone(gvk, name) for an object it deletes; docs/use-from-your-operator-repo.md)")
 		return
 	}
 	for _, o := range objs {
-		r.g.Eventually(func() error { return r.in.Finalized(ctx, r.c, o) }).WithContext(ctx).WithTimeout(r.within(r.in.Timeout)).
+		g.Eventually(func() error { return in.Finalized(ctx, ops.c, o) }).WithContext(ctx).WithTimeout(within(t, in.Timeout)).
 			Should(Succeed(), "the operator's finalizer should have cleaned up after %s %s", o.GetKind(), describeKey(o))
 	}
 }

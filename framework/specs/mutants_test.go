@@ -41,17 +41,7 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)+intervals.Scaled(9*time.Minute))
 	defer cancel()
 	started := time.Now()
-	var mutant atomic.Value
-	mutant.Store(widget.Mutant(""))
-	// The CSV runs `/fixture-operator widget <flags>`; the mutant is read when the Deployment starts.
-	operator := func(ctx context.Context, cfg *rest.Config, args []string, getenv func(string) string) error {
-		if len(args) == 0 || args[0] != "widget" {
-			return fmt.Errorf("want the widget subcommand first, got %q", args)
-		}
-		return widget.MainOf(mutant.Load().(widget.Mutant))(ctx, cfg, args[1:], getenv)
-	}
-	const image = "fixtures.local/widget-operator:v0.1.0"
-	registry := localruntime.NewRegistry(map[string]localruntime.Entrypoint{image: operator})
+	registry, use := mutableWidget()
 	env, err := testenv.Start(ctx, testenv.Config{Name: "mutants", Provider: "envtest", Log: testr.New(t),
 		Registry: registry,
 		Stack:    stack.ForOperandCleanup(),
@@ -71,14 +61,11 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	use := func(m widget.Mutant) func() error {
-		return func() error { mutant.Store(m); registry.Register(image, operator); return nil }
-	}
 	// A binary of its own that exits at start, logging as a kubebuilder main does (an error, then a
 	// stack trace): built before the case's clock starts.
 	exitsAtStart := func(pkg string) func() error {
 		return func() error {
-			registry.RegisterBinary(image, localruntime.Binary{Package: pkg, Dir: "."})
+			registry.RegisterBinary(widgetImage, localruntime.Binary{Package: pkg, Dir: "."})
 			return registry.BuildBinaries(ctx, filepath.Join(t.TempDir(), "bin"), testr.New(t))
 		}
 	}
@@ -136,4 +123,25 @@ func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
 			t.Errorf("WidgetClass %s is left behind (finalizers %v) after the cases ended", c.Name, c.Finalizers)
 		}
 	})
+}
+
+// widgetImage is the image widget-operator v0.1.0's CSV runs.
+const widgetImage = "fixtures.local/widget-operator:v0.1.0"
+
+// mutableWidget is a registry running widgetImage as widget-operator, and use(m), which makes the
+// Deployments started from then on run mutant m ("" the real operator).
+func mutableWidget() (*localruntime.Registry, func(widget.Mutant) func() error) {
+	var mutant atomic.Value
+	mutant.Store(widget.Mutant(""))
+	// The CSV runs `/fixture-operator widget <flags>`; the mutant is read when the Deployment starts.
+	operator := func(ctx context.Context, cfg *rest.Config, args []string, getenv func(string) string) error {
+		if len(args) == 0 || args[0] != "widget" {
+			return fmt.Errorf("want the widget subcommand first, got %q", args)
+		}
+		return widget.MainOf(mutant.Load().(widget.Mutant))(ctx, cfg, args[1:], getenv)
+	}
+	registry := localruntime.NewRegistry(map[string]localruntime.Entrypoint{widgetImage: operator})
+	return registry, func(m widget.Mutant) func() error {
+		return func() error { mutant.Store(m); registry.Register(widgetImage, operator); return nil }
+	}
 }

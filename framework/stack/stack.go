@@ -20,6 +20,10 @@ import (
 type Components struct {
 	// OLM requires OLM's CRDs and a reconciling olm-operator (never installed; see the package doc).
 	OLM bool
+	// OLMv1 requires OLM v1 (operator-controller, catalogd: their CRDs) and a registry the specs push
+	// test bundles to (olmv1.RegistryConfigMap). Never installed: the envtest and kind providers bring
+	// their own when it is set (framework/testenv).
+	OLMv1 bool
 	// OperandCleanup ensures the operand-cleanup controller (config/operand-cleanup).
 	OperandCleanup bool
 	// OperandCleanupArgs override the controller's flags when this stack installs it (e.g.
@@ -49,6 +53,10 @@ func (c Components) Disruptive() []string {
 
 // ForOperandCleanup is what an operator's uninstall specs need: OLM and the operand-cleanup controller.
 func ForOperandCleanup() Components { return Components{OLM: true, OperandCleanup: true} }
+
+// ForOLMv1Uninstall is what an operator's OLM v1 uninstall specs need: OLM v1 and the operand-cleanup
+// controller (its ordered uninstall of a ClusterExtension).
+func ForOLMv1Uninstall() Components { return Components{OLMv1: true, OperandCleanup: true} }
 
 // ForPayloads is what the payload applier's specs need: the ClusterOperator CRD, no OLM.
 func ForPayloads() Components { return Components{ClusterOperatorCRD: true} }
@@ -113,6 +121,11 @@ func Ensure(ctx context.Context, in Input) (_ *Stack, err error) {
 	}
 	if in.OLM {
 		if err := s.step(ctx, "OLM", s.requireOLM); err != nil {
+			return nil, err
+		}
+	}
+	if in.OLMv1 {
+		if err := s.step(ctx, "OLM v1", s.requireOLMv1); err != nil {
 			return nil, err
 		}
 	}

@@ -247,6 +247,9 @@ func newProvider(ctx context.Context, in Config) (cluster.Provider, error) {
 		if !in.Stack.OLM {
 			opts = append(opts, envtest.WithoutOLM())
 		}
+		if in.Stack.OLMv1 {
+			opts = append(opts, envtest.WithOLMv1())
+		}
 		return envtest.New(ctx, opts...)
 	case "existing":
 		return existing.New(ctx, existing.WithName(in.Name), existing.WithLogger(in.Log.WithName(in.Name)),

@@ -16,6 +16,7 @@ import (
 type options struct {
 	name       string
 	olm        bool
+	olmv1      bool
 	registry   *localruntime.Registry
 	log        logr.Logger
 	workRoot   string

@@ -31,6 +31,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 )
@@ -44,6 +45,7 @@ type Provider struct {
 	cfg        *rest.Config
 	kcm        *process.Process
 	olm        *process.Process
+	olmv1      *olmv1Running
 	runtime    *localruntime.Runtime
 	// connected: another process started the cluster and runs its processes (Connect).
 	connected bool
@@ -76,6 +78,13 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 			err = callersDeadline(ctx, err, start)
 		}
 	}()
+	if o.olmv1 {
+		paths, err := olmv1.CRDPaths()
+		if err != nil {
+			return nil, err
+		}
+		p.opts.crdPaths = append(slices.Clone(p.opts.crdPaths), paths...)
+	}
 	if err := p.startControlPlane(ctx); err != nil {
 		return nil, err
 	}
@@ -90,6 +99,11 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	if o.olm {
 		g.Go(func() error {
 			return p.step("olm-operator "+toolchain.OLMVersion, func() error { return p.startOLM(gctx, c) })
+		})
+	}
+	if o.olmv1 {
+		g.Go(func() error {
+			return p.step("OLM v1 "+olmv1.Version+" (operator-controller, catalogd)", func() error { return p.startOLMv1(gctx, c) })
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -342,6 +356,7 @@ func (p *Provider) Stop(ctx context.Context) error {
 		if p.runtime != nil {
 			errs = append(errs, p.runtime.Stop())
 		}
+		errs = append(errs, p.olmv1.stop())
 		for _, proc := range []*process.Process{p.olm, p.kcm} {
 			if proc != nil {
 				errs = append(errs, proc.Stop(process.Grace))

@@ -31,22 +31,25 @@ const Image = "fixtures.local/widget-operator:v0.1.0"
 // BundleDir is the registry-v1 bundle (in your repo, e.g. filepath.Join("..", "..", "bundle")).
 var BundleDir = filepath.Join("..", "..", "..", "..", "bundles", "widget-operator", "v0.1.0")
 
-// ClusterConfig is the configuration of the cluster the suites need: the stack (OLM, the
+// ClusterConfig is the configuration of the cluster the suites need: the stack (OLM, OLM v1, the
 // operand-cleanup controller) is detected and installed only when missing, and what the run installed
-// is removed at the end.
+// is removed at the end. OLM v1 is for the OLM v1 cases (specs.DescribeOLMv1Uninstall); a repo testing
+// only OLM v0 leaves it out.
 func ClusterConfig(name string) testenv.Config {
 	return testenv.Config{
 		Name:     name,
 		Registry: localruntime.NewRegistry(map[string]localruntime.Entrypoint{Image: fixtures.Binary}), // envtest
 		Images:   []string{Image},                                                                      // kind
-		Stack:    stack.ForOperandCleanup(),
+		Stack:    stack.Components{OLM: true, OLMv1: true, OperandCleanup: true},
 		Schemes:  []func(*runtime.Scheme) error{widgetv1alpha1.AddToScheme},
 	}
 }
 
-// Uninstall describes the operator to the spec library: the documented operand-cleanup cases (cleanup
-// unset and disabled keep the operands; enabled removes them, the finalizer runs, its records go, and
-// nothing else is left behind; the pending-deletion listing, its cap, and abort).
+// Uninstall describes the operator to the spec library, for the OLM v0 cases (cleanup unset and
+// disabled keep the operands; enabled removes them, the finalizer runs, its records go, and nothing
+// else is left behind; the pending-deletion listing, its cap, and abort) and the OLM v1 ones (the CRs
+// deleted before the ClusterExtension; the ClusterExtension deleted with them in place, each CR's
+// verdict, and a reinstall that finishes what it left).
 func Uninstall(env func() cluster.Environment) specs.OperandCleanupSpecInput {
 	return specs.OperandCleanupSpecInput{
 		Environment: env,

@@ -29,3 +29,8 @@ func TestMain(m *testing.M) {
 func TestUninstall(t *testing.T) {
 	testEnv.Test(t, cluster.MustOperandCleanupFeatures(t, operator.Uninstall(cluster.Environment))...)
 }
+
+// The same operator under OLM v1.
+func TestOLMv1Uninstall(t *testing.T) {
+	testEnv.Test(t, cluster.MustOLMv1UninstallFeatures(t, operator.Uninstall(cluster.Environment))...)
+}

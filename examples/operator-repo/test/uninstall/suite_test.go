@@ -25,3 +25,6 @@ func TestUninstall(t *testing.T) {
 var clusterUnderTest = suite.Environment(operator.ClusterConfig("widget-uninstall"))
 
 var _ = specs.DescribeOperandCleanup(operator.Uninstall(clusterUnderTest))
+
+// The same operator under OLM v1: the ClusterExtension's uninstall, one line more.
+var _ = specs.DescribeOLMv1Uninstall(operator.Uninstall(clusterUnderTest))

@@ -1,0 +1,76 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+)
+
+// liveCRD is the CRD named name, nil when there is none.
+func liveCRD(ctx context.Context, c client.Client, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read CRD %s: %w", name, err)
+	}
+	return crd, nil
+}
+
+// listCRs lists every custom resource of crd in every namespace (its storage version).
+func listCRs(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) ([]unstructured.Unstructured, error) {
+	version := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			version = v.Name
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("list the custom resources of CRD %s: %w", crd.Name, err)
+	}
+	return list.Items, nil
+}
+
+// deleteCRD deletes crd (this object, by UID) and waits until it is gone.
+func deleteCRD(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
+	uid := crd.UID
+	if err := client.IgnoreNotFound(c.Delete(ctx, crd, client.Preconditions{UID: &uid})); err != nil {
+		return fmt.Errorf("delete CRD %s: %w", crd.Name, err)
+	}
+	return crdsGone(ctx, c, intervals.Gone, crd.Name)
+}
+
+// crdsGone waits (the named wait n) until none of the CRDs named exists.
+func crdsGone(ctx context.Context, c client.Client, n intervals.Name, names ...string) error {
+	return intervals.Wait(ctx, n, func() (bool, string) {
+		for _, name := range names {
+			crd, err := liveCRD(ctx, c, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			if crd != nil {
+				return false, fmt.Sprintf("CRD %s still there (deletionTimestamp %v, conditions %v)", name, crd.DeletionTimestamp, crdConditions(crd))
+			}
+		}
+		return true, ""
+	})
+}
+
+func crdConditions(crd *apiextensionsv1.CustomResourceDefinition) []string {
+	var out []string
+	for _, c := range crd.Status.Conditions {
+		out = append(out, fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Reason))
+	}
+	return out
+}
