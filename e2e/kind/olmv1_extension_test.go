@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -96,43 +95,15 @@ func (x *widgetExtension) deployment() types.NamespacedName {
 
 // waitSettled waits until the ClusterExtension, the operator's Deployment and its Pods are gone
 // (nothing can finalize a Widget after that) and every Widget is gone or pending deletion, printing
-// each change with its time since deleted: the timeline.
+// the timeline.
 func (x *widgetExtension) waitSettled(ctx context.Context, deleted time.Time) {
-	last := ""
-	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
-		done, why := x.settled(ctx)
-		if why != last {
-			GinkgoWriter.Printf("+%s %s\n", since(deleted), why)
-			last = why
-		}
-		return done, why
-	})
-	Expect(err).NotTo(HaveOccurred(), "the uninstall to settle after deleting ClusterExtension %s", x.ce.GetName())
-}
-
-func (x *widgetExtension) settled(ctx context.Context) (bool, string) {
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(x.ce), x.ce.DeepCopy()); !apierrors.IsNotFound(err) {
-		return false, fmt.Sprintf("ClusterExtension %s still there (error %v)", x.ce.GetName(), err)
-	}
-	if err := k8s.Get(ctx, x.deployment(), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
-		return false, fmt.Sprintf("Deployment %s still there (error %v)", x.deployment(), err)
-	}
-	pods := &corev1.PodList{}
-	if err := k8s.List(ctx, pods, client.InNamespace(x.ns)); err != nil || len(pods.Items) > 0 {
-		return false, fmt.Sprintf("%d operator pods still in %s (error %v)", len(pods.Items), x.ns, err)
-	}
-	for _, w := range x.widgets {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(w.GroupVersionKind())
-		err := k8s.Get(ctx, client.ObjectKeyFromObject(w), live)
-		if err == nil && live.GetDeletionTimestamp() == nil {
-			return false, fmt.Sprintf("Widget %s/%s not deleted yet", w.GetNamespace(), w.GetName())
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			return false, err.Error()
-		}
-	}
-	return true, "settled"
+	u := olmv1.Uninstall{ClusterExtension: x.ce, Deployment: x.deployment(), CRs: x.widgets,
+		OperatorRunning: func(ctx context.Context) (bool, string) {
+			pods := &corev1.PodList{}
+			err := k8s.List(ctx, pods, client.InNamespace(x.ns))
+			return err != nil || len(pods.Items) > 0, fmt.Sprintf("%d operator pods still in %s (error %v)", len(pods.Items), x.ns, err)
+		}}
+	Expect(u.WaitSettled(ctx, k8s, deleted, func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) })).To(Succeed())
 }
 
 // removeWidgetCRDs deletes widget-operator's CRDs and waits until they are gone, first taking the
