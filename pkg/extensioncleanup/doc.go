@@ -17,8 +17,8 @@
 //     unknown value is reported (Warning InvalidAnnotation) and treated as absent.
 //   - Opted in and installed: Finalizer on the ClusterExtension; the holder's owner reference on what must
 //     outlive its deletion (delete-operands: the operator's Deployments, ServiceAccounts, ClusterRoles,
-//     ClusterRoleBindings, Roles, RoleBindings and the CRDs; orphan: the CRDs), appended after
-//     operator-controller's controller reference, re-checked every Options.HoldResync. The holder is the
+//     ClusterRoleBindings, Roles, RoleBindings, the CRDs and the helm release's index Secret; orphan: the
+//     CRDs and that Secret), appended after operator-controller's controller reference, re-checked every Options.HoldResync. The holder is the
 //     controller's own ClusterRole (DefaultHolderName), a live cluster-scoped object: the GC never deletes
 //     an object with a live owner (kube-controller-manager garbagecollector.go attemptToDeleteItem, the
 //     "solid" owners case), it only strips the references to owners that are gone or deleting in

@@ -17,8 +17,9 @@ import (
 )
 
 // The objects an opted-in extension's uninstall keeps until it is over: what the operator needs to run
-// its finalizers (its Deployment, ServiceAccount and RBAC) and the CRDs (deleting one deletes every CR of
-// its kind at once). Services, ConfigMaps and Secrets of the bundle are not held.
+// its finalizers (its Deployment, ServiceAccount and RBAC), the CRDs (deleting one deletes every CR of
+// its kind at once) and the helm release (selectorFor). The bundle's Services, ConfigMaps and Secrets
+// are not held.
 var (
 	deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	crdGVK        = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
@@ -30,8 +31,23 @@ var (
 		{Group: rbacv1.GroupName, Version: "v1", Kind: "Role"},
 		{Group: rbacv1.GroupName, Version: "v1", Kind: "RoleBinding"},
 		crdGVK,
+		secretGVK,
 	}
+	secretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 )
+
+// selectorFor is how operator-controller labels kind for the ClusterExtension name: the installed
+// objects by its post-renderer's owner labels; the helm release's index Secret (in the system namespace)
+// by helm-operator-plugins' chunked storage labels (pkg/storage/labels.go). The release is held so that
+// operator-controller, which keeps reconciling a deleted ClusterExtension, never finds it gone after a
+// foreground deletion and installs the release again over the held objects (an adopting helm install
+// rewrites their owner references).
+func selectorFor(gvk schema.GroupVersionKind, name string) labels.Selector {
+	if gvk == secretGVK {
+		return labels.SelectorFromSet(labels.Set{"name": name, "type": "index"})
+	}
+	return labels.SelectorFromSet(labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind, ownerNameLabel: name})
+}
 
 // holder is the live holder ClusterRole's owner reference (never a controller, never blocking: the
 // holder is not deleted in foreground, and blockOwnerDeletion would need its finalizers permission).
@@ -75,12 +91,11 @@ func (r *Reconciler) installed(ctx context.Context, ce *unstructured.Unstructure
 	if len(kinds) == 0 {
 		kinds = heldKinds
 	}
-	sel := labels.SelectorFromSet(labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind, ownerNameLabel: ce.GetName()})
 	var out []*metav1.PartialObjectMetadata
 	for _, gvk := range kinds {
 		l := &metav1.PartialObjectMetadataList{}
 		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.live.List(ctx, l, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		if err := r.live.List(ctx, l, client.MatchingLabelsSelector{Selector: selectorFor(gvk, ce.GetName())}); err != nil {
 			return nil, fmt.Errorf("listing the %ss of ClusterExtension %s: %w", gvk.Kind, ce.GetName(), err)
 		}
 		for i := range l.Items {
@@ -224,12 +239,15 @@ func (r *Reconciler) sweep(ctx context.Context, name string) error {
 	if err != nil {
 		return nil // nothing can be held without a holder
 	}
-	set := labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind}
-	if name != "" {
-		set[ownerNameLabel] = name
-	}
 	var errs []string
 	for _, gvk := range heldKinds {
+		set, nameLabel := labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind}, ownerNameLabel
+		if gvk == secretGVK {
+			set, nameLabel = labels.Set{"type": "index"}, "name"
+		}
+		if name != "" {
+			set[nameLabel] = name
+		}
 		l := &metav1.PartialObjectMetadataList{}
 		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := r.live.List(ctx, l, client.MatchingLabels(set)); err != nil {
@@ -245,7 +263,7 @@ func (r *Reconciler) sweep(ctx context.Context, name string) error {
 			}
 			ce := &unstructured.Unstructured{}
 			ce.SetGroupVersionKind(ClusterExtensionGVK)
-			err := r.live.Get(ctx, types.NamespacedName{Name: o.Labels[ownerNameLabel]}, ce)
+			err := r.live.Get(ctx, types.NamespacedName{Name: o.Labels[nameLabel]}, ce)
 			if err == nil && (refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || o.Annotations[OrphanedFromAnnotation] == orphanKey(ce)) {
 				continue // its ClusterExtension is there: its reconcile decides
 			}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,8 +94,7 @@ func (r *Reconciler) arm(ctx context.Context, ce *unstructured.Unstructured, m s
 	}
 	kinds := heldKinds
 	if m == ModeOrphan {
-		kinds = nil
-		kinds = append(kinds, crdGVK)
+		kinds = []schema.GroupVersionKind{crdGVK, secretGVK}
 		// Objects held for delete-operands before a switch to orphan lose the hold.
 		if _, err := r.releaseKinds(ctx, ce, holder.UID); err != nil {
 			return ctrl.Result{}, err
@@ -117,7 +117,7 @@ func (r *Reconciler) releaseKinds(ctx context.Context, ce *unstructured.Unstruct
 	n := 0
 	for _, o := range objs {
 		i := refIndex(o.OwnerReferences, holderUID)
-		if o.GroupVersionKind() == crdGVK || i < 0 || refIndex(o.OwnerReferences, ce.GetUID()) < 0 {
+		if gvk := o.GroupVersionKind(); gvk == crdGVK || gvk == secretGVK || i < 0 || refIndex(o.OwnerReferences, ce.GetUID()) < 0 {
 			continue
 		}
 		refs := append(append([]metav1.OwnerReference(nil), o.OwnerReferences[:i]...), o.OwnerReferences[i+1:]...)
