@@ -3,8 +3,6 @@ package kind
 import (
 	"context"
 	"fmt"
-	"net"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,8 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/bundles"
-	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/olmv1fixtures"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
@@ -27,34 +24,22 @@ import (
 // them from a registry this process runs on kind's Docker network, and the extension's operator a Pod
 // with a projected ServiceAccount token, which envtest's local runtime is not (docs/olm-v1.md).
 var _ = runsPods && Describe("OLM v1 on kind: deleting a ClusterExtension", Ordered, Label("olmv1", "widget-operator"), func() {
-	var catalogRef string
-
 	BeforeAll(func(ctx context.Context) {
 		if provider.Kind() != "kind" {
 			Skip("OLM v1's tier needs the kind provider: its registry serves the pods from kind's Docker network")
 		}
 		start := time.Now()
-		gw, err := incluster.DockerNetworkGateway(ctx, "kind")
-		Expect(err).NotTo(HaveOccurred())
-		reg, err := olmv1.StartRegistryAt(net.JoinHostPort(gw, "0"))
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(reg.Stop)
-		// the catalog lists every fixture bundle; the tests install widget-operator v0.1.0 only
-		Expect(reg.PushBundle(ctx, bundles.Dir(widget.Name, "v0.1.0"),
-			reg.Host+strings.TrimPrefix(fixtures.BundleImage(widget.Name, "v0.1.0"), fixtures.ImageRepository))).To(Succeed())
-		catalogRef = reg.Host + "/catalog:latest"
-		Expect(reg.PushCatalog(ctx, bundles.CatalogDir(), catalogRef, fixtures.ImageRepository+"/bundle/")).To(Succeed())
-		GinkgoWriter.Printf("registry %s (kind's gateway) serving widget-operator v0.1.0 and the catalog, %s\n", reg.Host, since(start))
-
-		in, err := incluster.Install(ctx, incluster.Config{Client: k8s, InsecureRegistries: []string{reg.Host},
-			Logf: func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) }})
+		run, err := incluster.StartOnKind(ctx, k8s, "kind", func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) })
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(ctx context.Context) {
 			if CurrentSpecReport().Failed() {
 				collectArtifacts(ctx, olmv1.SystemNamespace)
 			}
-			Expect(in.Uninstall(ctx)).To(Succeed())
+			Expect(run.Stop(ctx)).To(Succeed())
 		})
+		Expect(olmv1fixtures.Push(ctx, run.Registry)).To(Succeed())
+		catalogRef := olmv1fixtures.CatalogRef(run.Registry)
+		GinkgoWriter.Printf("registry %s (kind's gateway) serving the fixture bundles and catalog, OLM v1 ready, %s\n", run.Registry.Host, since(start))
 
 		By("serving the catalog (ClusterCatalog, catalogd pulling from the registry)")
 		cat := olmv1.ClusterCatalog("olmv1-fixtures", catalogRef)

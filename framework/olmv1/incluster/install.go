@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"slices"
 	"strings"
@@ -184,4 +185,42 @@ func DockerNetworkGateway(ctx context.Context, network string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("docker network %s has no IPv4 gateway (got %q)", network, strings.TrimSpace(string(out)))
+}
+
+// Running is OLM v1 deployed by StartOnKind with the registry it pulls test bundles from.
+type Running struct {
+	*Installed
+	Registry *olmv1.Registry
+}
+
+// StartOnKind makes OLM v1 usable on a kind cluster as olmv1.Start does on envtest: a registry on the
+// gateway of the Docker network (kind's is "kind"), which the pods reach, both managers deployed
+// (Install) pulling from it over plain HTTP, and the registry published in olmv1.RegistryConfigMap
+// for the specs. The registry lives in this process: Stop (or its exit) ends it.
+func StartOnKind(ctx context.Context, c client.Client, network string, logf func(format string, args ...any)) (_ *Running, err error) {
+	gw, err := DockerNetworkGateway(ctx, network)
+	if err != nil {
+		return nil, err
+	}
+	r := &Running{}
+	if r.Registry, err = olmv1.StartRegistryAt(net.JoinHostPort(gw, "0")); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = r.Registry.Stop()
+		}
+	}()
+	if r.Installed, err = Install(ctx, Config{Client: c, InsecureRegistries: []string{r.Registry.Host}, Logf: logf}); err != nil {
+		return nil, err
+	}
+	if err := olmv1.Publish(ctx, c, olmv1.Endpoint{Push: r.Registry.Host, Pull: r.Registry.Host}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Stop uninstalls OLM v1 (Uninstall), then stops the registry.
+func (r *Running) Stop(ctx context.Context) error {
+	return errors.Join(r.Uninstall(ctx), r.Registry.Stop())
 }
