@@ -41,8 +41,8 @@ require (
 	github.com/vbatts/tar-split v0.12.3 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
 	k8s.io/streaming v0.37.1 // indirect
-	sigs.k8s.io/kustomize/api v0.20.1 // indirect
-	sigs.k8s.io/kustomize/kyaml v0.20.1 // indirect
+	sigs.k8s.io/kustomize/api v0.20.1
+	sigs.k8s.io/kustomize/kyaml v0.20.1
 )
 
 require (
