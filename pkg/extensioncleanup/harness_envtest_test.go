@@ -3,8 +3,10 @@ package extensioncleanup_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +97,13 @@ func setup(ctx context.Context, t *testing.T, mode string, opts extensioncleanup
 		if t.Failed() {
 			for _, pr := range []*process.Process{m.Catalogd, m.OperatorController} {
 				t.Logf("last lines of %s:\n%s", pr.LogPath, process.Tail(pr.LogPath, 30))
+			}
+			if b, err := os.ReadFile(m.OperatorController.LogPath); err == nil {
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.Contains(l, "rror") {
+						t.Logf("operator-controller: %.600s", l)
+					}
+				}
 			}
 		}
 		_ = m.Stop()

@@ -169,8 +169,8 @@ func (r *Reconciler) hold(ctx context.Context, ce *unstructured.Unstructured, ho
 // release drops the holder reference from the extension's objects. An object the garbage collector
 // stripped of its reference to the ClusterExtension (foreground deletion) gets it back, so that the GC
 // collects it once the ClusterExtension is gone, as it would have without the hold. With orphanCRDs the
-// CRDs instead lose the reference to the ClusterExtension, keep the holder's until the ClusterExtension
-// is gone (sweep) and are marked OrphanedFromAnnotation. It returns the CRDs orphaned.
+// CRDs are marked OrphanedFromAnnotation and get orphanRefs instead; sweep drops those once the
+// ClusterExtension has been gone for OrphanGrace.
 func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool) ([]string, error) {
 	objs, err := r.installed(ctx, ce, holderUID)
 	if err != nil {
@@ -180,29 +180,25 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 	for _, o := range objs {
 		refs := append([]metav1.OwnerReference(nil), o.OwnerReferences...)
 		var annotations map[string]string
+		hi, hasCE := refIndex(refs, holderUID), refIndex(refs, ce.GetUID()) >= 0
 		if orphanCRDs && o.GroupVersionKind() == crdGVK {
 			orphaned = append(orphaned, o.Name)
-			if i := refIndex(refs, ce.GetUID()); i >= 0 {
-				refs = append(refs[:i], refs[i+1:]...)
-			}
-			if o.Annotations[OrphanedFromAnnotation] != orphanKey(ce) {
-				annotations = map[string]string{}
-				for k, v := range o.Annotations {
-					annotations[k] = v
-				}
-				annotations[OrphanedFromAnnotation] = orphanKey(ce)
-			}
-			if refIndex(o.OwnerReferences, ce.GetUID()) < 0 && annotations == nil {
+			want := orphanRefs(o.OwnerReferences, ce.GetUID(), holderUID, r.opts.HolderName)
+			if o.Annotations[OrphanedFromAnnotation] == orphanKey(ce) && equalRefs(o.OwnerReferences, want) {
 				continue
 			}
+			refs = want
+			annotations = map[string]string{}
+			for k, v := range o.Annotations {
+				annotations[k] = v
+			}
+			annotations[OrphanedFromAnnotation] = orphanKey(ce)
 		} else {
-			i := refIndex(refs, holderUID)
-			hasCE := refIndex(refs, ce.GetUID()) >= 0
-			if i < 0 && hasCE {
+			if hi < 0 && hasCE {
 				continue
 			}
-			if i >= 0 {
-				refs = append(refs[:i], refs[i+1:]...)
+			if hi >= 0 {
+				refs = append(refs[:hi], refs[hi+1:]...)
 			}
 			if !hasCE {
 				refs = append(refs, extensionRef(ce))
@@ -216,28 +212,14 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 	return orphaned, nil
 }
 
-// stillOwned reports a CRD an orphan release must not leave owned by the ClusterExtension: operator-
-// controller keeps reconciling a deleted ClusterExtension held by a finalizer and may give it back.
-func (r *Reconciler) stillOwned(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (string, error) {
-	objs, err := r.installed(ctx, ce, holderUID, crdGVK)
-	if err != nil {
-		return "", err
-	}
-	for _, o := range objs {
-		if refIndex(o.OwnerReferences, ce.GetUID()) >= 0 {
-			return o.Name, nil
-		}
-	}
-	return "", nil
-}
-
 // sweep drops the holder reference from objects whose ClusterExtension is gone (released while this
-// controller was down, or CRDs an orphan uninstall left behind). name limits it to one extension's
-// objects ("" for all).
-func (r *Reconciler) sweep(ctx context.Context, name string) error {
+// controller was down, or CRDs an orphan uninstall left behind, once the GC has stripped the gone
+// ClusterExtension's reference: pending until then). name limits it to one extension's objects ("" for
+// all).
+func (r *Reconciler) sweep(ctx context.Context, name string) (pending bool, _ error) {
 	holder, err := r.holder(ctx)
 	if err != nil {
-		return nil // nothing can be held without a holder
+		return false, nil // nothing can be held without a holder
 	}
 	var errs []string
 	for _, gvk := range heldKinds {
@@ -257,30 +239,118 @@ func (r *Reconciler) sweep(ctx context.Context, name string) error {
 		for i := range l.Items {
 			o := &l.Items[i]
 			o.SetGroupVersionKind(gvk)
-			hi := refIndex(o.OwnerReferences, holder.UID)
-			if hi < 0 {
-				continue
-			}
-			ce := &unstructured.Unstructured{}
-			ce.SetGroupVersionKind(ClusterExtensionGVK)
-			err := r.live.Get(ctx, types.NamespacedName{Name: o.Labels[nameLabel]}, ce)
-			if err == nil && (refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || o.Annotations[OrphanedFromAnnotation] == orphanKey(ce)) {
-				continue // its ClusterExtension is there: its reconcile decides
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, err.Error())
-				continue
-			}
-			refs := append(append([]metav1.OwnerReference(nil), o.OwnerReferences[:hi]...), o.OwnerReferences[hi+1:]...)
-			if err := r.setRefs(ctx, o, refs, nil); err != nil && !apierrors.IsNotFound(err) {
+			p, err := r.sweepOne(ctx, o, o.Labels[nameLabel], holder)
+			pending = pending || p
+			if err != nil {
 				errs = append(errs, err.Error())
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("releasing holds of ClusterExtensions that are gone: %s", strings.Join(errs, "; "))
+		return pending, fmt.Errorf("releasing holds of ClusterExtensions that are gone: %s", strings.Join(errs, "; "))
 	}
-	return nil
+	return pending, nil
+}
+
+// sweepOne looks at one object of the ClusterExtension name. An object it no longer holds stays as it
+// is, but for an orphaned CRD that a late operator-controller reconcile of the gone ClusterExtension
+// (from its cache) gave that ClusterExtension's reference back, replacing the holder's (helm-operator-
+// plugins' JSON patch replaces the first reference): it is held again, and the GC strips the dangling
+// reference once more. pending: an orphaned CRD still waits for OrphanGrace or the GC.
+func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetadata, name string, holder metav1.OwnerReference) (pending bool, _ error) {
+	ce := &unstructured.Unstructured{}
+	ce.SetGroupVersionKind(ClusterExtensionGVK)
+	err := r.live.Get(ctx, types.NamespacedName{Name: name}, ce)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	live := err == nil
+	orphanOf, orphan := o.Annotations[OrphanedFromAnnotation]
+	adopted := live && orphanOf != orphanKey(ce) && refIndex(o.OwnerReferences, ce.GetUID()) >= 0
+	hi := refIndex(o.OwnerReferences, holder.UID)
+	if hi < 0 {
+		if orphan && !adopted && hasExtensionRef(o) && (!live || orphanOf != orphanKey(ce)) {
+			var refs []metav1.OwnerReference
+			for _, ref := range orphanRefs(o.OwnerReferences, "", holder.UID, holder.Name) {
+				if ref.Kind != ClusterExtensionGVK.Kind || (live && ref.UID == ce.GetUID()) {
+					refs = append(refs, ref)
+				}
+			}
+			return true, client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
+		}
+		return false, nil
+	}
+	switch {
+	case adopted && orphan:
+		// A new ClusterExtension of the same name adopted the orphaned CRD: its own reconcile holds it again
+		// if it is opted in.
+	case live && (refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || orphanOf == orphanKey(ce)):
+		return false, nil // its ClusterExtension is there: its reconcile decides
+	case orphan && !equalRefs(o.OwnerReferences, orphanRefs(o.OwnerReferences, "", holder.UID, holder.Name)):
+		// Not (or no longer) the orphan's pair, e.g. the gone ClusterExtension's reference back: the pair
+		// again (that reference is dangling, checked live just now; the GC would drop it beside a live owner).
+		refs := orphanRefs(o.OwnerReferences, "", holder.UID, holder.Name)
+		var kept []metav1.OwnerReference
+		for _, ref := range refs {
+			if ref.Kind != ClusterExtensionGVK.Kind || (live && ref.UID == ce.GetUID()) {
+				kept = append(kept, ref)
+			}
+		}
+		return true, client.IgnoreNotFound(r.setRefs(ctx, o, kept, nil))
+	case orphan && r.goneFor(name) < r.opts.OrphanGrace:
+		return true, nil // orphaned: the holder's reference stays for OrphanGrace after the ClusterExtension went
+	}
+	var refs []metav1.OwnerReference
+	for _, ref := range o.OwnerReferences {
+		if ref.UID != holder.UID {
+			refs = append(refs, ref)
+		}
+	}
+	return false, client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
+}
+
+// orphanRefs are an orphaned CRD's owner references until sweep drops them: the ClusterExtension's is
+// gone, the holder's twice, the second one as controller. operator-controller keeps reconciling a
+// deleted ClusterExtension (and, for a few seconds, a gone one from its cache): helm-operator-plugins'
+// Reconcile patches a CRD with a JSON patch that replaces the first reference's fields with the
+// ClusterExtension's (its "remove" operations dropped). With a single holder reference that patch would
+// give the CRD back to the ClusterExtension, and the GC would take it with it; with this pair the
+// result has two controller references, which the API server refuses, so the CRD stays as it is.
+func orphanRefs(refs []metav1.OwnerReference, ceUID, holderUID types.UID, holderName string) []metav1.OwnerReference {
+	t, f := true, false
+	out := []metav1.OwnerReference{
+		{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole", Name: holderName, UID: holderUID, Controller: &f},
+		{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole", Name: holderName, UID: holderUID, Controller: &t},
+	}
+	for _, ref := range refs {
+		if ref.UID != ceUID && ref.UID != holderUID {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+func equalRefs(a, b []metav1.OwnerReference) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].UID != b[i].UID || ptrTrue(a[i].Controller) != ptrTrue(b[i].Controller) {
+			return false
+		}
+	}
+	return true
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+func hasExtensionRef(o *metav1.PartialObjectMetadata) bool {
+	for _, ref := range o.OwnerReferences {
+		if ref.Kind == ClusterExtensionGVK.Kind {
+			return true
+		}
+	}
+	return false
 }
 
 func objName(o metav1.Object) string {

@@ -19,15 +19,17 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
-// TestOrphanAndReinstall: opted in with orphan, the ClusterExtension deleted in foreground (the garbage
-// collector deletes blocking dependents at once): the CRDs stay, without an owner reference, every
-// Widget stays undeleted; the operator and its RBAC go. A ClusterExtension of the same name then
+// TestOrphanAndReinstall: opted in with orphan, the ClusterExtension deleted (background, the default):
+// the CRDs stay, in the end without an owner reference, every Widget stays undeleted; the operator and
+// its RBAC go. A ClusterExtension of the same name then
 // installs again and adopts the CRDs (helm's ownership annotations still name its release).
 func TestOrphanAndReinstall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	e := setup(ctx, t, extensioncleanup.ModeOrphan, fast)
-	deleted := e.deleteCE(ctx, t, metav1.DeletePropagationForeground)
+	opts := fast
+	opts.OrphanGrace = 5 * time.Second
+	e := setup(ctx, t, extensioncleanup.ModeOrphan, opts)
+	deleted := e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
 	e.waitSettled(ctx, t, deleted)
 
 	// The holder's reference goes once the ClusterExtension is gone (its reconcile of the deletion).

@@ -42,7 +42,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, ce); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
-			return ctrl.Result{}, r.sweep(ctx, req.Name) // an orphan's CRDs keep the holder until now
+			// An orphan's CRDs keep the holder until the GC has stripped the gone ClusterExtension's reference.
+			pending, err := r.sweep(ctx, req.Name)
+			if pending && err == nil {
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
+			if err == nil {
+				r.mu.Lock()
+				delete(r.goneAt, req.Name)
+				r.mu.Unlock()
+			}
+			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, err
 	}
@@ -305,22 +315,14 @@ func (r *Reconciler) stalled(name string, pending int, first []cleanuppass.Objec
 }
 
 // finish releases the holds (restoring the ClusterExtension's references the garbage collector
-// stripped), writes the final condition and event, and removes the finalizer. An orphan release is
-// re-checked: operator-controller keeps reconciling a held ClusterExtension and may give a CRD its
-// reference back.
+// stripped; for orphan, marking the CRDs), writes the final condition and event, and removes the
+// finalizer.
 func (r *Reconciler) finish(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool, reason, msg string) error {
 	if r.opts.ReleaseHook != nil {
 		r.opts.ReleaseHook()
 	}
 	if _, err := r.release(ctx, ce, holderUID, orphanCRDs); err != nil {
 		return err
-	}
-	if orphanCRDs {
-		if name, err := r.stillOwned(ctx, ce, holderUID); err != nil {
-			return err
-		} else if name != "" {
-			return fmt.Errorf("CRD %s is owned by ClusterExtension %s again (operator-controller reconciled it): orphaning it again", name, ce.GetName())
-		}
 	}
 	if err := r.setCondition(ctx, ce, reason, msg); err != nil {
 		return err
@@ -333,8 +335,9 @@ func (r *Reconciler) finish(ctx context.Context, ce *unstructured.Unstructured, 
 	return nil
 }
 
-// orphan leaves the extension's CRDs (and every CR) behind: they lose the ClusterExtension's
-// reference, everything else goes as OLM v1 removes it.
+// orphan leaves the extension's CRDs (and every CR) behind: they keep the holder's reference through
+// the ClusterExtension's removal (the GC strips the ClusterExtension's), everything else goes as OLM v1
+// removes it.
 func (r *Reconciler) orphan(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (ctrl.Result, error) {
 	crds, err := r.installed(ctx, ce, holderUID, crdGVK)
 	if err != nil {
@@ -345,7 +348,7 @@ func (r *Reconciler) orphan(ctx context.Context, ce *unstructured.Unstructured, 
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	msg := fmt.Sprintf("orphaned: CRDs %s kept (no owner reference to the ClusterExtension, annotation %s, helm's meta.helm.sh/release-name and app.kubernetes.io/managed-by unchanged so that a ClusterExtension of the same name adopts them); the rest goes as OLM v1 removes it",
+	msg := fmt.Sprintf("orphaning: CRDs %s kept (annotation %s; the holder's owner reference until the ClusterExtension is gone, then none; helm's meta.helm.sh/release-name and app.kubernetes.io/managed-by unchanged so that a ClusterExtension of the same name and namespace adopts them); the rest goes as OLM v1 removes it",
 		capped(names, r.opts.MaxPendingListed), OrphanedFromAnnotation)
 	return ctrl.Result{}, r.finish(ctx, ce, holderUID, true, ReasonOrphaned, msg)
 }
