@@ -23,13 +23,20 @@ import (
 // the CRDs stay, in the end without an owner reference, every Widget stays undeleted; the operator and
 // its RBAC go. A ClusterExtension of the same name then
 // installs again and adopts the CRDs (helm's ownership annotations still name its release).
-func TestOrphanAndReinstall(t *testing.T) {
+func TestOrphanAndReinstall(t *testing.T) { orphanAndReinstall(t, metav1.DeletePropagationBackground) }
+
+// TestOrphanForegroundAndReinstall: the same with kubectl delete --cascade=foreground.
+func TestOrphanForegroundAndReinstall(t *testing.T) {
+	orphanAndReinstall(t, metav1.DeletePropagationForeground)
+}
+
+func orphanAndReinstall(t *testing.T, policy metav1.DeletionPropagation) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	opts := fast
 	opts.OrphanGrace = 5 * time.Second
 	e := setup(ctx, t, extensioncleanup.ModeOrphan, opts)
-	deleted := e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
+	deleted := e.deleteCE(ctx, t, policy)
 	e.waitSettled(ctx, t, deleted)
 
 	// The holder's reference goes once the ClusterExtension is gone (its reconcile of the deletion).
