@@ -55,8 +55,8 @@ func (c Components) Disruptive() []string {
 func ForOperandCleanup() Components { return Components{OLM: true, OperandCleanup: true} }
 
 // ForOLMv1Uninstall is what an operator's OLM v1 uninstall specs need: OLM v1 and the operand-cleanup
-// controller (its ordered uninstall of a ClusterExtension).
-func ForOLMv1Uninstall() Components { return Components{OLMv1: true, OperandCleanup: true} }
+// controller (its ordered uninstall of a ClusterExtension), which needs OLM v0's API too.
+func ForOLMv1Uninstall() Components { return Components{OLM: true, OLMv1: true, OperandCleanup: true} }
 
 // ForPayloads is what the payload applier's specs need: the ClusterOperator CRD, no OLM.
 func ForPayloads() Components { return Components{ClusterOperatorCRD: true} }

@@ -288,7 +288,7 @@ func (p *Provider) StartOLM(ctx context.Context) error {
 
 func (p *Provider) client() (client.Client, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, operatorsv1.AddToScheme, operatorsv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, operatorsv1.AddToScheme, operatorsv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
