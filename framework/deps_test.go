@@ -22,6 +22,8 @@ func TestConsumerFrontEndsLinkOnlyWhatTheyRun(t *testing.T) {
 		mod + "framework/components/payloadapplier",
 		mod + "config/payload-applier",
 		"github.com/operator-framework/operator-registry/",
+		mod + "fixtures", // the fixture operators and their bundles are this repository's test data
+		mod + "bundles",
 	}
 	for pkg, forbidden := range map[string][]string{
 		"framework/suite":        append(operandCleanupSide, "sigs.k8s.io/e2e-framework/"),
