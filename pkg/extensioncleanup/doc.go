@@ -18,8 +18,9 @@
 //   - Opted in and installed: Finalizer on the ClusterExtension; the holder's owner reference on what must
 //     outlive its deletion (delete-operands: the operator's Deployments, ServiceAccounts, ClusterRoles,
 //     ClusterRoleBindings, Roles, RoleBindings, the CRDs and the helm release's index Secret; orphan: the
-//     CRDs and that Secret), appended after operator-controller's controller reference, re-checked every Options.HoldResync. The holder is the
-//     controller's own ClusterRole (DefaultHolderName), a live cluster-scoped object: the GC never deletes
+//     CRDs and that Secret), appended after operator-controller's controller reference, re-checked every
+//     Options.HoldResync. The holder is the controller's own ClusterRole (DefaultHolderName), a live
+//     cluster-scoped object: the GC never deletes
 //     an object with a live owner (kube-controller-manager garbagecollector.go attemptToDeleteItem, the
 //     "solid" owners case), it only strips the references to owners that are gone or deleting in
 //     foreground. So both propagation policies are held: background by the finalizer (the GC starts on
@@ -38,12 +39,15 @@
 //     (cleanup-e2e.io/Uninstall) carries the pending count and the first Options.MaxPendingListed CRs
 //     with their finalizers; once none is left, checked live, the holds are released, the condition says
 //     CleanupCompleted (and an event), and the finalizer goes: the GC then removes the rest as upstream.
-//   - orphan, on deletion: the CRDs lose the ClusterExtension's reference and get OrphanedFromAnnotation,
-//     keep the holder's reference until the ClusterExtension is gone (a foreground GC never reaches
-//     them), then lose it too. helm's ownership metadata (label app.kubernetes.io/managed-by: Helm,
-//     annotations meta.helm.sh/release-name and release-namespace) is left as is: a ClusterExtension of
-//     the same name and namespace installs again and adopts them (helm's existingResourceConflict);
-//     another name or namespace is refused by helm, as for any object of another release.
+//   - orphan, on deletion: the CRDs get OrphanedFromAnnotation and, instead of the ClusterExtension's
+//     reference, the holder's twice, the second as controller (orphanRefs: no helm-operator-plugins patch
+//     from a late operator-controller reconcile can give them back to the ClusterExtension); everything
+//     else is released and goes as upstream removes it. Options.OrphanGrace after the ClusterExtension is
+//     gone, the holder's references go too: the CRDs (and every CR) stay with no owner. helm's ownership
+//     metadata (label app.kubernetes.io/managed-by: Helm, annotations meta.helm.sh/release-name and
+//     release-namespace) is left as is: a ClusterExtension of the same name and namespace installs again
+//     and adopts them (helm's existingResourceConflict); another name or namespace is refused by helm, as
+//     for any object of another release.
 //   - Opt-out (annotation removed, before or during the uninstall) releases at once; a deleted
 //     ClusterExtension then goes as upstream removes it.
 //

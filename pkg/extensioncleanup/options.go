@@ -81,9 +81,6 @@ type Options struct {
 	OrphanGrace time.Duration
 	// DeleteConcurrency bounds the CR Deletes in flight. Default 16.
 	DeleteConcurrency int
-	// ReleaseHook, if set, runs right before the holds are released (tests: a deliberately broken
-	// controller releases early).
-	ReleaseHook func()
 }
 
 func (o Options) withDefaults() Options {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -195,6 +196,10 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 		return r.verifyLive(ctx, ce, p)
 	}}
 	res, err := r.runner.Run(ctx, p, v)
+	if brokenReleaseEarly.Load() && err == nil && res.Deleted > 0 {
+		// A deliberately broken controller (tests only): lets the operator go as soon as the CRs are deleted.
+		return ctrl.Result{}, r.finish(ctx, ce, holder.UID, false, ReasonCompleted, "released early (broken for a test)")
+	}
 	if errors.Is(err, cleanuppass.ErrPlanChanged) {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
@@ -225,6 +230,10 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 	}
 	return ctrl.Result{RequeueAfter: r.opts.PollInterval}, r.setCondition(ctx, ce, reason, msg)
 }
+
+// brokenReleaseEarly makes the controller release as soon as a pass deleted CRs, before they are
+// finalized: the lifecycle test must catch it (set only by tests, export_test.go).
+var brokenReleaseEarly atomic.Bool
 
 // verifyLive re-reads the ClusterExtension and its plan from the API server before Deletes: the same
 // object (UID), still deleted, still held by the finalizer, still opted in to delete-operands, and the
@@ -318,9 +327,6 @@ func (r *Reconciler) stalled(name string, pending int, first []cleanuppass.Objec
 // stripped; for orphan, marking the CRDs), writes the final condition and event, and removes the
 // finalizer.
 func (r *Reconciler) finish(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool, reason, msg string) error {
-	if r.opts.ReleaseHook != nil {
-		r.opts.ReleaseHook()
-	}
 	if _, err := r.release(ctx, ce, holderUID, orphanCRDs); err != nil {
 		return err
 	}
@@ -353,8 +359,20 @@ func (r *Reconciler) orphan(ctx context.Context, ce *unstructured.Unstructured, 
 	return ctrl.Result{}, r.finish(ctx, ce, holderUID, true, ReasonOrphaned, msg)
 }
 
-// setFinalizer adds or removes Finalizer with a merge patch guarded by resourceVersion.
-func (r *Reconciler) setFinalizer(ctx context.Context, ce *unstructured.Unstructured, on bool) error {
+// setFinalizer adds or removes Finalizer on the live ClusterExtension (the same object: UID) with a merge
+// patch guarded by resourceVersion.
+func (r *Reconciler) setFinalizer(ctx context.Context, cached *unstructured.Unstructured, on bool) error {
+	ce := &unstructured.Unstructured{}
+	ce.SetGroupVersionKind(ClusterExtensionGVK)
+	if err := r.live.Get(ctx, client.ObjectKeyFromObject(cached), ce); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if ce.GetUID() != cached.GetUID() {
+		return nil // another ClusterExtension of the same name: its own reconcile
+	}
+	if slices.Contains(ce.GetFinalizers(), Finalizer) == on {
+		return nil
+	}
 	orig := ce.DeepCopy()
 	fs := slices.DeleteFunc(slices.Clone(ce.GetFinalizers()), func(f string) bool { return f == Finalizer })
 	if on {

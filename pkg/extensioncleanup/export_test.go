@@ -1,0 +1,4 @@
+package extensioncleanup
+
+// BreakReleaseEarly turns the deliberately broken release on or off (the lifecycle test's broken variant).
+func BreakReleaseEarly(on bool) { brokenReleaseEarly.Store(on) }
