@@ -69,15 +69,16 @@ func lifecycle(t *testing.T, seed int64, rounds int, broken bool) []string {
 	opts := fast
 	opts.OrphanGrace = 2 * time.Second
 	e := setup(ctx, t, mode, opts)
-	// Every Widget deletion the API server reports, whoever made it.
-	rec, err := deletions.Start(ctx, e.p.RESTConfig(), fixturesv1alpha1.GroupVersion.WithResource("widgets"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Stop()
 	var violations []string
-	n, seen := 0, 0
+	n := 0
 	for round := 0; round < rounds; round++ {
+		// Every Widget deletion the API server reports, whoever made it; one recorder per install (its
+		// watch ends when an uninstall deletes the CRD).
+		rec, err := deletions.Start(ctx, e.p.RESTConfig(), fixturesv1alpha1.GroupVersion.WithResource("widgets"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
 		for i := 0; i < 3 && !broken; i++ {
 			switch rng.Intn(4) {
 			case 0:
@@ -118,7 +119,6 @@ func lifecycle(t *testing.T, seed int64, rounds int, broken bool) []string {
 		if broken {
 			policy = metav1.DeletePropagationBackground
 		}
-		seen = len(rec.Since(0))
 		e.deleteCE(ctx, t, policy)
 		if !broken && mode != "" && rng.Intn(4) == 0 {
 			time.Sleep(200 * time.Millisecond)
@@ -128,7 +128,7 @@ func lifecycle(t *testing.T, seed int64, rounds int, broken bool) []string {
 		}
 		t.Logf("round %d: ClusterExtension deleted (%s), opt-in %q", round, policy, mode)
 		violations = append(violations, e.judgeUninstall(ctx, t, round, mode)...)
-		seen = len(rec.Since(0)) // the uninstall's own deletions
+		rec.Stop()
 		if round < rounds-1 {
 			mode = modes[rng.Intn(len(modes))]
 			e.reinstall(ctx, t, mode)
