@@ -173,7 +173,8 @@ func (x *Extension) Reinstall(ctx context.Context) {
 	x.create(ctx, pkg, version, x.ce.GetAnnotations())
 }
 
-// forceUninstall runs at the end of a spec: releases the spec's holds, deletes the ClusterExtension,
+// forceUninstall runs at the end of a spec: releases the spec's holds, opts the ClusterExtension out of
+// the controller's uninstall and deletes it,
 // then releases the spec's samples (operands.release) so that the CRDs can go, and waits for them.
 func (x *Extension) forceUninstall(ctx context.Context) {
 	if x.ops != nil {
@@ -184,6 +185,11 @@ func (x *Extension) forceUninstall(ctx context.Context) {
 		}
 	}
 	if x.ce != nil {
+		// Opted out first: the controller then releases what it holds at once, even mid-cleanup.
+		optOut := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+UninstallAnnotation+`":null}}}`))
+		if err := client.IgnoreNotFound(x.c.Patch(ctx, x.ce.DeepCopy(), optOut)); err != nil {
+			x.t.Logf("cleanup: opt ClusterExtension %s out of %s: %v", x.name, UninstallAnnotation, err)
+		}
 		uid := x.ce.GetUID()
 		err := x.c.Delete(ctx, x.ce.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -204,4 +210,14 @@ func (x *Extension) crashLoopCheck(ctx context.Context) func() error {
 
 func (x *Extension) describeOperator(ctx context.Context) func() string {
 	return func() string { return olm.DescribeOperatorLogs(ctx, x.c, x.logs, x.csv) }
+}
+
+// ExpectCRDsKept checks that every CRD of the bundle is still there and not being deleted.
+func (x *Extension) ExpectCRDsKept(ctx context.Context) {
+	for _, name := range x.crds {
+		crd, err := liveCRD(ctx, x.c, name)
+		x.g.Expect(err).NotTo(HaveOccurred())
+		x.g.Expect(crd).NotTo(BeNil(), "CRD %s should be kept", name)
+		x.g.Expect(crd.DeletionTimestamp).To(BeNil(), "CRD %s should be kept, not deleted (conditions %v)", name, crdConditions(crd))
+	}
 }

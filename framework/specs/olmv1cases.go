@@ -47,12 +47,16 @@ const olmv1CRsFirstCase = "OLM v1: deleting the custom resources before the Clus
 //     uninstall: each one's verdict (olmv1.Judge), logged; a custom resource removed before its
 //     operator ran fails the case (its finalizer's work is lost for good), one stuck Terminating does
 //     not, as long as reinstalling the extension lets the operator finish it — the recovery this case
-//     checks — and the uninstall in the safe order then leaves nothing behind.
+//     checks — and the uninstall in the safe order then leaves nothing behind;
+//   - with the operand-cleanup controller's opt-ins on the ClusterExtension (UninstallAnnotation):
+//     delete-operands, deleted in background and in foreground: every custom resource finalized by its
+//     operator before the CRDs and the operator go, nothing left behind; orphan: the CRDs and every
+//     custom resource kept, and a reinstall of the same extension adopts them.
 func OLMv1Cases(in OperandCleanupSpecInput) ([]Case, error) {
 	if err := in.defaults(); err != nil {
 		return nil, err
 	}
-	return timed([]Case{
+	return timed(append([]Case{
 		{Name: olmv1CRsFirstCase + " finalizes each and leaves nothing behind", Labels: []string{"olmv1-crs-first", "leftovers"},
 			Run: func(ctx context.Context, t T) {
 				x := NewExtension(ctx, t, in)
@@ -89,7 +93,7 @@ func OLMv1Cases(in OperandCleanupSpecInput) ([]Case, error) {
 				x.ExpectCRDsGone(ctx)
 				x.ExpectNoLeftovers(ctx)
 			}},
-	}), nil
+	}, olmv1OptInCases(in)...)), nil
 }
 
 // OLMv1CRsFirstCase is the case of OLMv1Cases the mutation checks run: it reconciles, finalizes and
