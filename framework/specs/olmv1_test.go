@@ -17,6 +17,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
 // The OLM v1 cases of the spec library, run as an operator repo runs them (testenv with OLM v1 in the
@@ -69,4 +70,17 @@ func TestOLMv1Cases(t *testing.T) {
 			Want:     []string{"operands that cleanup must remove", "kept by finalizer(s) [" + widget.Finalizer + "], which the spec did not add"},
 			CaughtBy: specs.WaitRemoved},
 	)
+}
+
+// The spec library names the controller's opt-ins without linking the controller.
+func TestOptInsMatchTheController(t *testing.T) {
+	for _, c := range [][2]string{
+		{specs.UninstallAnnotation, extensioncleanup.UninstallAnnotation},
+		{specs.UninstallDeleteOperands, extensioncleanup.ModeDeleteOperands},
+		{specs.UninstallOrphan, extensioncleanup.ModeOrphan},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("framework/specs says %q, pkg/extensioncleanup %q", c[0], c[1])
+		}
+	}
 }
