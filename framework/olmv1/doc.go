@@ -17,5 +17,6 @@
 //
 // OLM v1 renders the extension's Deployment like a cluster would; on envtest the provider's local
 // runtime (framework/localruntime) runs it, impersonating its ServiceAccount, exactly as for OLM v0.
+// On a cluster with nodes (kind), framework/olmv1/incluster deploys the same managers as Deployments.
 // Where this differs from upstream's own e2e setup: docs/olm-v1.md.
 package olmv1

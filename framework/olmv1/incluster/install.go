@@ -113,8 +113,9 @@ func (in *Installed) describePods(ctx context.Context, deployment string) string
 	return strings.Join(out, "; ")
 }
 
-// Uninstall deletes every ClusterExtension and ClusterCatalog while the managers still run (their
-// finalizers), then what Install applied, and waits until the CRDs and the namespace are gone.
+// Uninstall deletes every ClusterExtension and ClusterCatalog of the cluster while the managers still
+// run (their finalizers), then what Install applied, and waits until the CRDs and the namespace are
+// gone. Only for a cluster whose OLM v1 this run installed: other users' extensions go too.
 func (in *Installed) Uninstall(ctx context.Context) error {
 	start := time.Now()
 	for _, gvk := range []schema.GroupVersionKind{olmv1.ClusterExtensionGVK, olmv1.ClusterCatalogGVK} {
