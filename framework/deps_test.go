@@ -28,9 +28,10 @@ func TestConsumerFrontEndsLinkOnlyWhatTheyRun(t *testing.T) {
 	for pkg, forbidden := range map[string][]string{
 		"framework/suite":        append(operandCleanupSide, "sigs.k8s.io/e2e-framework/"),
 		"framework/e2eframework": append(operandCleanupSide, mod+"framework/suite"),
-		"framework/testenv":      operandCleanupSide,
-		"framework/stack":        operandCleanupSide,
+		"framework/testenv":      append(operandCleanupSide, mod+"pkg/operandcleanup"),
+		"framework/stack":        append(operandCleanupSide, mod+"pkg/operandcleanup"),
 		"framework/deleteannotation": {
+			mod + "pkg/operandcleanup", // the operand-cleanup controller comes with framework/specs
 			mod + "framework/specs",
 			mod + "framework/suite",
 			mod + "framework/cluster/", // the providers come with the suite wiring, not with the spec library

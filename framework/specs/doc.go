@@ -21,6 +21,9 @@
 package specs
 
 import (
+	// The envtest provider runs the operand-cleanup controller of the stack in-process.
+	_ "github.com/cleanup-e2e/cleanup-e2e/framework/components/operandcleanupruntime"
+
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 )
 

@@ -26,7 +26,6 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
-	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 )
 
 // Input is Config's earlier name.
@@ -242,8 +241,12 @@ func Connected(p cluster.Provider, schemes ...func(*runtime.Scheme) error) (clus
 func newProvider(ctx context.Context, in Config) (cluster.Provider, error) {
 	switch name := in.ProviderName(); name {
 	case "envtest":
+		registry, err := registryFor(in)
+		if err != nil {
+			return nil, err
+		}
 		opts := []envtest.Option{envtest.WithName(in.Name), envtest.WithLogger(in.Log.WithName(in.Name)),
-			envtest.WithRegistry(registryFor(in))}
+			envtest.WithRegistry(registry)}
 		if !in.Stack.OLM {
 			opts = append(opts, envtest.WithoutOLM())
 		}
@@ -308,16 +311,23 @@ func Connect(ctx context.Context, s Shared, log logr.Logger) (cluster.Provider, 
 }
 
 // registryFor is the input's registry plus, when the stack has the operand-cleanup controller, its
-// image (so that on envtest the Deployment the stack installs runs).
-func registryFor(in Config) *localruntime.Registry {
+// image (so that on envtest the Deployment the stack installs runs): the built-in entrypoint a linked
+// package registered (framework/components/operandcleanupruntime, imported by framework/specs).
+func registryFor(in Config) (*localruntime.Registry, error) {
 	r := in.Registry
 	if r == nil {
 		r = localruntime.NewRegistry()
 	}
 	if in.Stack.OperandCleanup && !r.Registered(components.OperandCleanupImage) {
-		r.Register(components.OperandCleanupImage, operandcleanup.Main)
+		ep, ok := localruntime.Builtin(components.OperandCleanupImage)
+		if !ok {
+			return nil, fmt.Errorf("Stack.OperandCleanup on envtest: nothing runs the controller's image %s in-process; import "+
+				"framework/specs, or _ \"github.com/cleanup-e2e/cleanup-e2e/framework/components/operandcleanupruntime\" in your suite",
+				components.OperandCleanupImage)
+		}
+		r.Register(components.OperandCleanupImage, ep)
 	}
-	return r
+	return r, nil
 }
 
 // Shared reports whether the provider's cluster is the machine's one cluster (kind, existing), which
