@@ -25,6 +25,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1/incluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
 )
 
@@ -84,6 +85,9 @@ type Env struct {
 	apiLocks string
 	// name is the run's (Config.Name): its set-up and teardown in the time budget.
 	name string
+	// olmv1 is OLM v1 on kind with the test registry this process serves (olmv1.go); nil when the
+	// provider brought it (envtest), another run serves it, or the stack does not need it.
+	olmv1 *incluster.Running
 }
 
 // Start starts the provider, ensures the stack on it and builds the specs' client. On error, what it
@@ -117,16 +121,26 @@ func Start(ctx context.Context, in Config) (*Env, error) {
 		return nil, errors.Join(err, p.Stop(context.WithoutCancel(ctx)))
 	}
 	done = budget.Start("setup "+in.Name, "stack-ready", failed)
-	s, err := ensureStack(ctx, hold, stack.Input{Components: in.Stack, Client: env.Client, Log: in.Log.WithName("stack")})
+	var v1 *incluster.Running
+	first := func(ctx context.Context) (err error) { // OLM v1 on kind: what the kind provider brings, as envtest's does
+		if in.Stack.OLMv1 && p.Kind() == "kind" {
+			v1, err = olmv1OnKind(ctx, env.Client, in.Log.WithName("olmv1"))
+		}
+		return err
+	}
+	s, err := ensureStack(ctx, hold, stack.Input{Components: in.Stack, Client: env.Client, Log: in.Log.WithName("stack")}, first)
 	done()
 	if err != nil {
+		if v1 != nil {
+			err = errors.Join(err, v1.Stop(context.WithoutCancel(ctx)))
+		}
 		return nil, errors.Join(fmt.Errorf("ensure the stack on provider %s: %w", p.Name(), err), p.Stop(context.WithoutCancel(ctx)))
 	}
 	locks := apiLocksPath(hold, p)
 	if locks != "" {
 		env.APIs = newAPILocker(locks, in.Log)
 	}
-	return &Env{Environment: env, Stack: s, hold: hold, apiLocks: locks, name: in.Name}, nil
+	return &Env{Environment: env, Stack: s, hold: hold, apiLocks: locks, name: in.Name, olmv1: v1}, nil
 }
 
 // apiLocksPath is where the cluster's API locks are (apilock.go): next to the run lock on a shared
@@ -141,11 +155,14 @@ func apiLocksPath(hold *runHold, p cluster.Provider) string {
 	return ""
 }
 
-// ensureStack ensures the stack. On a shared cluster runs ensure one at a time (each probes OLM in the
+// ensureStack runs first, then ensures the stack. On a shared cluster runs ensure one at a time (each probes OLM in the
 // same namespace, and two installing the same piece would collide), and a run whose stack has something
 // disruptive (stack.Components.Disruptive) first takes the disruptive lock (disruptive.go).
-func ensureStack(ctx context.Context, hold *runHold, in stack.Input) (*stack.Stack, error) {
+func ensureStack(ctx context.Context, hold *runHold, in stack.Input, first func(context.Context) error) (*stack.Stack, error) {
 	if hold == nil {
+		if err := first(ctx); err != nil {
+			return nil, err
+		}
 		return stack.Ensure(ctx, in)
 	}
 	if disruptive := in.Disruptive(); len(disruptive) > 0 {
@@ -158,6 +175,9 @@ func ensureStack(ctx context.Context, hold *runHold, in stack.Input) (*stack.Sta
 		return nil, err
 	}
 	defer unlockFile(lock)
+	if err := first(ctx); err != nil {
+		return nil, err
+	}
 	return stack.Ensure(ctx, in)
 }
 
@@ -198,6 +218,11 @@ func (e *Env) Stop(ctx context.Context) error {
 		if teardown {
 			errs = append(errs, e.Stack.Teardown(ctx))
 		}
+		if e.olmv1 != nil && !deletes {
+			errs = append(errs, e.olmv1.Stop(ctx))
+		} else if e.olmv1 != nil {
+			errs = append(errs, e.olmv1.Registry.Stop())
+		}
 		return errors.Join(append(errs, e.Provider.Stop(ctx))...)
 	}
 	var err error
@@ -211,7 +236,7 @@ func (e *Env) Stop(ctx context.Context) error {
 		err = stopAll()
 	case deletes:
 		err = errors.Join(err, e.hold.release(ctx, "the run deletes the cluster", stopAll))
-	case teardown && e.Stack.MayRemove():
+	case (teardown && e.Stack.MayRemove()) || e.olmv1 != nil:
 		rerr := e.hold.release(ctx, "the run removes what it installed and what its specs left", stopAll)
 		if !removed { // the wait ended first: removing now could pull the stack from under other runs
 			rerr = errors.Join(fmt.Errorf("%w; so it did not remove %v nor what its specs left", rerr, e.Stack.Created()), e.Provider.Stop(ctx))
