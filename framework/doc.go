@@ -6,8 +6,9 @@
 // # Where to start
 //
 //   - A Ginkgo suite: framework/suite (RunSpecs, Environment) with framework/specs
-//     (DescribeOperandCleanup: the documented operand-cleanup cases for your operator). The example of
-//     package suite is a whole uninstall suite.
+//     (DescribeOperandCleanup: the documented operand-cleanup cases for your operator under OLM v0;
+//     DescribeOLMv1Uninstall: the same input under OLM v1). The example of package suite is a whole
+//     uninstall suite.
 //   - A sigs.k8s.io/e2e-framework suite: framework/e2eframework (New, Setup, Finish,
 //     MustOperandCleanupFeatures): the same cluster and the same cases as features.
 //   - A release payload that removes a component with the CVO's delete annotation:
