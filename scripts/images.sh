@@ -197,7 +197,8 @@ done
 for name in catalogd operator-controller; do
   ctx=$(stage "olmv1-$name")
   link "$BIN_DIR/olmv1-$OLMV1_VERSION/$name" "$ctx/rootfs/$name"
-  mkdir -p -m 1777 "$ctx/rootfs/tmp" "$ctx/rootfs/var/tmp"
+  mkdir -p "$ctx/rootfs/var"
+  mkdir -m 1777 "$ctx/rootfs/tmp" "$ctx/rootfs/var/tmp"
   cat > "$ctx/Dockerfile" <<EOF
 FROM scratch
 COPY rootfs/ /
