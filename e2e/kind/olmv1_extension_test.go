@@ -62,6 +62,7 @@ func installWidgetExtension(ctx context.Context) *widgetExtension {
 	})
 	Expect(olmv1.CreateInstaller(ctx, k8s, x.ns, "installer")).To(Succeed())
 	x.ce = olmv1.ClusterExtension("widget-"+suffix, x.ns, "installer", widget.Name, "0.1.0")
+	olmv1.SelectCatalog(x.ce, olmv1Catalog)
 	Expect(k8s.Create(ctx, x.ce)).To(Succeed())
 	Expect(olmv1.WaitCondition(ctx, k8s, intervals.OLMInstall, x.ce, "Installed")).To(Succeed())
 	Expect(kube.WaitDeploymentAvailable(ctx, k8s, x.deployment(), intervals.Get(intervals.DeploymentAvailable))).To(Succeed(),

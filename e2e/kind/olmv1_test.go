@@ -3,6 +3,7 @@ package kind
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,42 +13,43 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cleanup-e2e/cleanup-e2e/fixtures/olmv1fixtures"
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1/incluster"
 )
 
-// OLM v1 on kind: the managers as Deployments (framework/olmv1/incluster), the fixture bundles served to
-// them from a registry this process runs on kind's Docker network, and the extension's operator a Pod
-// with a projected ServiceAccount token, which envtest's local runtime is not (docs/olm-v1.md).
+// OLM v1 on kind: the managers as Deployments (framework/olmv1/incluster, deployed by the stack), the
+// bundle and catalog served to them from the registry the cluster publishes (on kind's Docker network),
+// and the extension's operator a Pod with a projected ServiceAccount token, which envtest's local
+// runtime is not (docs/olm-v1.md).
 var _ = runsPods && Describe("OLM v1 on kind: deleting a ClusterExtension", Ordered, Label("olmv1", "widget-operator"), func() {
 	BeforeAll(func(ctx context.Context) {
 		if provider.Kind() != "kind" {
-			Skip("OLM v1's tier needs the kind provider: its registry serves the pods from kind's Docker network")
+			Skip("OLM v1's tier needs the kind provider: the stack deploys OLM v1 there, its registry on kind's Docker network")
 		}
 		start := time.Now()
-		run, err := incluster.StartOnKind(ctx, k8s, "kind", func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) })
+		// the stack's OLM v1 (testenv: incluster.StartOnKind, shared by every run on the cluster)
+		reg, err := olmv1.Published(ctx, k8s)
 		Expect(err).NotTo(HaveOccurred())
+		catalogRef, err := olmv1.PushPackage(ctx, reg, "e2e-kind/widget-operator", bundles.Dir(widget.Name, "v0.1.0"))
+		Expect(err).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("widget-operator v0.1.0 and its catalog pushed to %s in %s\n", reg.Push, since(start))
+
+		By("serving the catalog (ClusterCatalog, catalogd pulling from the registry)")
+		cat := olmv1.ClusterCatalog(olmv1Catalog, catalogRef)
+		// catalogd's webhook may not answer for a moment after its Deployment is available
+		Eventually(func() error { return client.IgnoreAlreadyExists(k8s.Create(ctx, cat.DeepCopy())) }).
+			WithContext(ctx).WithTimeout(intervals.Get(intervals.WebhookServing)).Should(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			if CurrentSpecReport().Failed() {
 				collectArtifacts(ctx, olmv1.SystemNamespace)
 			}
-			Expect(run.Stop(ctx)).To(Succeed())
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, cat))).To(Succeed())
 		})
-		Expect(olmv1fixtures.Push(ctx, run.Registry)).To(Succeed())
-		catalogRef := olmv1fixtures.CatalogRef(run.Registry)
-		GinkgoWriter.Printf("registry %s (kind's gateway) serving the fixture bundles and catalog, OLM v1 ready, %s\n", run.Registry.Host, since(start))
-
-		By("serving the catalog (ClusterCatalog, catalogd pulling from the registry)")
-		cat := olmv1.ClusterCatalog("olmv1-fixtures", catalogRef)
-		// catalogd's webhook may not answer for a moment after its Deployment is available
-		Eventually(func() error { return client.IgnoreAlreadyExists(k8s.Create(ctx, cat.DeepCopy())) }).
-			WithContext(ctx).WithTimeout(intervals.Get(intervals.WebhookServing)).Should(Succeed())
 		Expect(olmv1.WaitCondition(ctx, k8s, intervals.CatalogReady, cat, "Serving")).To(Succeed())
-		GinkgoWriter.Printf("OLM v1 up and the catalog Serving %s after the start\n", since(start))
+		GinkgoWriter.Printf("catalog %s Serving %s after the start\n", olmv1Catalog, since(start))
 	})
 
 	It("leaves each Widget with its verdict when the ClusterExtension is deleted while they exist", func(ctx context.Context) {
@@ -60,14 +62,10 @@ var _ = runsPods && Describe("OLM v1 on kind: deleting a ClusterExtension", Orde
 		GinkgoWriter.Printf("%s after deleting ClusterExtension %s:\n%s\n", since(deleted), x.ce.GetName(), olmv1.Report(verdicts))
 		AddReportEntry("verdicts", olmv1.Report(verdicts))
 
-		// As measured on kind (docs/olm-v1.md): every Widget stuck Terminating, as on envtest.
-		for _, v := range verdicts {
-			Expect(v.Verdict).To(Equal(olmv1.StuckTerminating), "OLM v1 %s changed what deleting a ClusterExtension does on kind: Widget %s/%s is %q, "+
-				"as measured each one is stuck Terminating; all verdicts:\n%s", olmv1.Version, v.Namespace, v.Name, v.Verdict, olmv1.Report(verdicts))
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		Expect(k8s.Get(ctx, types.NamespacedName{Name: widgetsCRD}, crd)).To(Succeed(), "CRD %s while its Widgets are stuck", widgetsCRD)
-		Expect(crd.DeletionTimestamp).NotTo(BeNil(), "CRD %s: want it Terminating while its Widgets are stuck", widgetsCRD)
+		// As measured on kind (docs/olm-v1.md): most Widgets stuck Terminating, now and then one finalized
+		// (the operator loses its RBAC while it handles the deletions): a race, as on envtest.
+		failed := olmv1.UninstallNotClean(ctx, k8s, "deleting a ClusterExtension on kind", widgetsCRD, verdicts)
+		Expect(failed).To(BeEmpty(), strings.Join(failed, "\n"))
 	})
 
 	It("lets the operator finalize every Widget when they are deleted before the ClusterExtension", func(ctx context.Context) {
@@ -103,6 +101,10 @@ var _ = runsPods && Describe("OLM v1 on kind: deleting a ClusterExtension", Orde
 
 const widgetsCRD = "widgets.fixtures.cleanup-e2e.io"
 
+// olmv1Catalog is the ClusterCatalog of these specs; their ClusterExtensions select it, since other
+// suites' catalogs on the cluster may serve widget-operator too.
+const olmv1Catalog = "e2e-kind-widget-operator"
+
 // widgetCRDs are widget-operator v0.1.0's CRDs.
 var widgetCRDs = []string{widgetsCRD, "widgetclasses.fixtures.cleanup-e2e.io"}
 
@@ -111,5 +113,8 @@ func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisec
 func collectArtifacts(ctx context.Context, namespaces ...string) {
 	dir, err := artifacts.Collect(ctx, artifacts.CollectInput{Client: k8s, Provider: provider,
 		Namespaces: append(namespaces, widget.DefaultRecordsNamespace), Spec: CurrentSpecReport().FullText()})
-	AddReportEntry("artifacts", dir, err)
+	if err != nil {
+		GinkgoWriter.Printf("artifacts: %v\n", err)
+	}
+	AddReportEntry("artifacts", dir)
 }

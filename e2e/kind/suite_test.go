@@ -37,8 +37,10 @@ var (
 )
 
 var _ = runsPods && suite.SynchronizedProvider(testenv.Config{
-	Name:    "kind",
-	Stack:   stack.Components{OLM: true, OperandCleanup: true, Footprint: footprint.Footprint()},
+	Name: "kind",
+	// OLM v1 on kind only: testenv deploys it there (framework/olmv1/incluster); an existing cluster
+	// running this suite need not have it.
+	Stack:   stack.Components{OLM: true, OLMv1: testenv.Config{}.LoadsImages(), OperandCleanup: true, Footprint: footprint.Footprint()},
 	Schemes: []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme},
 }, suite.Setup{Process: func(_ context.Context, env cluster.Environment) {
 	provider, k8s, apis = env.Provider, env.Client, env.APIs

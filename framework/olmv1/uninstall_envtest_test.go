@@ -118,15 +118,6 @@ func TestCRsDeletedBeforeTheClusterExtension(t *testing.T) {
 	}
 }
 
-func hasCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType, reason string) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == typ && c.Status == apiextensionsv1.ConditionTrue && c.Reason == reason {
-			return true
-		}
-	}
-	return false
-}
-
 // installed is widget-operator installed through OLM v1 on a fresh envtest cluster, with reconciled
 // Widgets in two namespaces.
 type installed struct {
@@ -259,31 +250,11 @@ func waitSettled(ctx context.Context, t *testing.T, in installed, deleted time.T
 	}
 }
 
-// expectUninstallNotClean asserts what v1.2.0's uninstall guarantees despite the upstream race between
-// the garbage collector removing the operator and the CRD cleanup deleting its CRs: each Widget stuck
-// Terminating or finalized (no other verdict), at least one stuck, and the widgets CRD Terminating.
-// what names the deletion in the messages.
+// expectUninstallNotClean asserts olmv1.UninstallNotClean for the widgets CRD: each Widget stuck
+// Terminating or finalized, at least one stuck, the CRD Terminating. what names the deletion.
 func expectUninstallNotClean(ctx context.Context, t *testing.T, c client.Client, what string, verdicts []olmv1.CRVerdict) {
 	t.Helper()
-	stuck := 0
-	for _, v := range verdicts {
-		switch v.Verdict {
-		case olmv1.StuckTerminating:
-			stuck++
-		case olmv1.Finalized:
-		default:
-			t.Errorf("OLM v1 %s changed what %s does to its CRs: Widget %s/%s is %q; as measured, each is stuck Terminating (or finalized, when the operator wins the race); got:\n%s",
-				olmv1.Version, what, v.Namespace, v.Name, v.Verdict, olmv1.Report(verdicts))
-		}
-	}
-	if stuck == 0 {
-		t.Errorf("OLM v1 %s changed what %s does to its CRs: no Widget is stuck Terminating, as measured every Widget was; got:\n%s",
-			olmv1.Version, what, olmv1.Report(verdicts))
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, crd); err != nil {
-		t.Errorf("CRD %s: want it Terminating while its Widgets are stuck, got %v", widgetCRD, err)
-	} else if crd.DeletionTimestamp == nil || !hasCondition(crd, apiextensionsv1.Terminating, "InstanceDeletionInProgress") {
-		t.Errorf("CRD %s: want it Terminating (InstanceDeletionInProgress), got deletionTimestamp %v, conditions %+v", widgetCRD, crd.DeletionTimestamp, crd.Status.Conditions)
+	for _, msg := range olmv1.UninstallNotClean(ctx, c, what, widgetCRD, verdicts) {
+		t.Error(msg)
 	}
 }
