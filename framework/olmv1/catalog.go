@@ -20,8 +20,9 @@ type Endpoint struct {
 // PushPackage pushes each bundle directory (registry+v1, one package, oldest version first) as
 // <Pull>/<repo>/bundle:v<version> and a file-based catalog of that package as <Pull>/<repo>/catalog:latest,
 // which it returns. The channel is the bundles' default channel; each bundle replaces the one before it
-// (its CSV's spec.replaces when that names a bundle of the list). What upstream's opm would render for the
-// same bundles, minus the properties operator-controller does not read for resolution.
+// (its CSV's spec.replaces when that names a bundle of the list). The properties are opm's for the same
+// bundles (olm.package, olm.gvk, olm.gvk.required) minus those operator-controller does not read
+// (olm.csv.metadata, olm.bundle.object); dependencies.yaml is not read (no olm.package.required).
 func PushPackage(ctx context.Context, reg Endpoint, repo string, bundleDirs ...string) (string, error) {
 	if len(bundleDirs) == 0 {
 		return "", fmt.Errorf("PushPackage %s: no bundle directory", repo)
@@ -89,6 +90,13 @@ func renderCatalog(bundles []*bundle.Bundle, refs []string) ([]byte, error) {
 				props = append(props, map[string]any{"type": "olm.gvk", "value": map[string]any{
 					"group": crd.Spec.Group, "version": v.Name, "kind": crd.Spec.Names.Kind}})
 			}
+		}
+		// Required CRDs as opm renders them: OLM v1 v1.2.0 refuses such a bundle (it resolves no
+		// dependencies), and a catalog made here must not let through what a real one would not.
+		for _, req := range b.CSV.Spec.CustomResourceDefinitions.Required {
+			_, group, _ := strings.Cut(req.Name, ".")
+			props = append(props, map[string]any{"type": "olm.gvk.required", "value": map[string]any{
+				"group": group, "version": req.Version, "kind": req.Kind}})
 		}
 		blobs = append(blobs, map[string]any{"schema": "olm.bundle", "name": b.CSV.Name, "package": pkg, "image": refs[i], "properties": props})
 	}

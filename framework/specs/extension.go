@@ -173,6 +173,10 @@ func (x *Extension) installed(ctx context.Context) error {
 	if c := meta.FindStatusCondition(conds, "Installed"); c != nil && c.Status == metav1.ConditionTrue {
 		return nil
 	}
+	// A bundle OLM v1 refuses stays refused: say so now rather than when the wait runs out.
+	if c := meta.FindStatusCondition(conds, "Progressing"); c != nil && c.Reason == "Retrying" && strings.Contains(c.Message, "validating bundle") {
+		return StopTrying(fmt.Sprintf("OLM v1 %s refuses the bundle: %s", olmv1.Version, c.Message))
+	}
 	return fmt.Errorf("not Installed yet: %s (is operator-controller running? its log is among the provider's artifacts)", olmv1.DescribeConditions(conds))
 }
 

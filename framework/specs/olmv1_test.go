@@ -2,17 +2,29 @@ package specs_test
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/gizmo"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
@@ -34,6 +46,11 @@ func TestOLMv1Cases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup)+intervals.Scaled(12*time.Minute))
 	defer cancel()
 	registry, use := mutableWidget()
+	for image, ep := range fixtures.Images() { // gizmo-operator's
+		if !registry.Registered(image) {
+			registry.Register(image, ep)
+		}
+	}
 	env, err := testenv.Start(ctx, testenv.Config{Name: "olmv1-cases", Provider: "envtest", Log: testr.New(t),
 		Registry: registry, Stack: stack.ForOLMv1Uninstall(),
 		Schemes: []func(*runtime.Scheme) error{fixturesv1alpha1.AddToScheme}})
@@ -54,7 +71,94 @@ func TestOLMv1Cases(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) { c.Run(ctx, specs.FromTesting(t)) })
 	}
+	t.Run("mutants", func(t *testing.T) { checkMutantsUnderOLMv1(ctx, t, in, use) })
+	t.Run("gizmo-operator", func(t *testing.T) { gizmoUnderOLMv1(ctx, t, env.Environment) })
+}
 
+// gizmo-operator owns Gizmos and makes a Widget, an API it requires and does not own, for each: OLM v1
+// resolves no dependencies, so the Widget CRDs are there first (applied, as a user installs the
+// provider first); no case may delete a Widget, and the Widgets it made stay behind on purpose.
+func gizmoUnderOLMv1(ctx context.Context, t *testing.T, env cluster.Environment) {
+	widgets, err := bundle.Load(bundles.Dir("widget-operator", "v0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.ApplyCRDs(ctx, env.Client, widgets.CRDs...); err != nil {
+		t.Fatal(err)
+	}
+	// As published (its CSV requires the Widget API), OLM v1 v1.2.0 refuses it: the first case must fail
+	// at the install, saying why. The variant without the requirement is how a team ports it.
+	gizmoBundle := withoutRequiredCRDs(t, bundles.Dir("gizmo-operator", "v0.1.0"))
+	in := specs.OperandCleanupSpecInput{
+		Environment: func() cluster.Environment { return env }, Name: "gizmo-v1", BundleDir: gizmoBundle,
+		Samples: func(string) []*unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(fixturesv1alpha1.GroupVersion.WithKind("Gizmo"))
+			u.SetName("sample")
+			return []*unstructured.Unstructured{u}
+		},
+		Reconciled: func(ctx context.Context, c client.Client, g *unstructured.Unstructured) error {
+			return c.Get(ctx, client.ObjectKey{Namespace: g.GetNamespace(), Name: gizmo.WidgetName(g.GetName())}, &fixturesv1alpha1.Widget{})
+		},
+		ExpectedLeftovers: []leftovers.Matcher{{Kind: "Widget", Name: gizmo.WidgetName("*"),
+			Reason: "gizmo-operator leaves the Widget it made: Widget is an API it requires, not one it owns"}},
+	}
+	published := in
+	published.BundleDir = bundles.Dir("gizmo-operator", "v0.1.0")
+	refused, err := specs.OLMv1CRsFirstCase(published)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs.CheckMutants(ctx, t, refused, specs.Mutant{Name: "requires-an-api", Use: func() error { return nil },
+		Want:     []string{"should install gizmo-operator", "refuses the bundle", `dependency declared via property "olm.gvk.required"`},
+		CaughtBy: specs.WaitInstalled, Within: intervals.Scaled(10 * time.Second)})
+
+	cases, err := specs.OLMv1Cases(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) { c.Run(ctx, specs.FromTesting(t)) })
+	}
+}
+
+// withoutRequiredCRDs is a copy of the bundle in dir whose CSV requires no CRD.
+func withoutRequiredCRDs(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(p, ".clusterserviceversion.yaml") {
+			var csv map[string]any
+			if err := yaml.Unmarshal(data, &csv); err != nil {
+				return err
+			}
+			unstructured.RemoveNestedField(csv, "spec", "customresourcedefinitions", "required")
+			if data, err = yaml.Marshal(csv); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(out, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(out, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkMutantsUnderOLMv1: the CRs-first case fails against each mutant of widget-operator, naming its
+// defect in the wait that must catch it, as under OLM v0.
+func checkMutantsUnderOLMv1(ctx context.Context, t *testing.T, in specs.OperandCleanupSpecInput, use func(widget.Mutant) func() error) {
 	crsFirst, err := specs.OLMv1CRsFirstCase(in)
 	if err != nil {
 		t.Fatal(err)
