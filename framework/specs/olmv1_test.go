@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
-	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
+	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/gizmo"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
