@@ -281,7 +281,8 @@ func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetada
 		return false, nil
 	}
 	switch {
-	case adopted && orphan:
+	case live && orphan && orphanOf != orphanKey(ce):
+		// A new ClusterExtension of the same name: helm adopts the CRD, which the pair would refuse.
 		// A new ClusterExtension of the same name adopted the orphaned CRD: its own reconcile holds it again
 		// if it is opted in.
 	case live && (refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || orphanOf == orphanKey(ce)):
@@ -343,6 +344,44 @@ func equalRefs(a, b []metav1.OwnerReference) bool {
 }
 
 func ptrTrue(b *bool) bool { return b != nil && *b }
+
+// releaseForAdoption drops the holder's references from CRDs an orphan uninstall of another
+// ClusterExtension of ce's name left behind (its OrphanGrace not over yet): ce's install adopts them, and
+// the orphan's pair of references would make helm's patch invalid.
+func (r *Reconciler) releaseForAdoption(ctx context.Context, ce *unstructured.Unstructured) error {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(crdGVK.GroupVersion().WithKind(crdGVK.Kind + "List"))
+	if err := r.live.List(ctx, l, client.MatchingLabelsSelector{Selector: selectorFor(crdGVK, ce.GetName())}); err != nil {
+		return fmt.Errorf("listing the CRDs of ClusterExtension %s: %w", ce.GetName(), err)
+	}
+	for i := range l.Items {
+		o := &l.Items[i]
+		if of, ok := o.Annotations[OrphanedFromAnnotation]; !ok || of == orphanKey(ce) || !hasHolderRef(o, r.opts.HolderName) ||
+			refIndex(o.OwnerReferences, ce.GetUID()) >= 0 { // adopted already: ce's own holds
+			continue
+		}
+		o.SetGroupVersionKind(crdGVK)
+		var refs []metav1.OwnerReference
+		for _, ref := range o.OwnerReferences {
+			if !(ref.Kind == "ClusterRole" && ref.Name == r.opts.HolderName) {
+				refs = append(refs, ref)
+			}
+		}
+		if err := r.setRefs(ctx, o, refs, nil); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing orphaned CRD %s for ClusterExtension %s to adopt: %w", o.Name, ce.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func hasHolderRef(o *metav1.PartialObjectMetadata, holderName string) bool {
+	for _, ref := range o.OwnerReferences {
+		if ref.Kind == "ClusterRole" && ref.Name == holderName {
+			return true
+		}
+	}
+	return false
+}
 
 func hasExtensionRef(o *metav1.PartialObjectMetadata) bool {
 	for _, ref := range o.OwnerReferences {

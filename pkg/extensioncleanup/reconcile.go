@@ -57,6 +57,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	// CRDs an orphan uninstall of an earlier ClusterExtension of this name left held: released now, so
+	// that helm adopts them.
+	if err := r.releaseForAdoption(ctx, ce); err != nil {
+		return ctrl.Result{}, err
+	}
 	m, invalid := mode(ce)
 	deleting := ce.GetDeletionTimestamp() != nil
 	ours := slices.Contains(ce.GetFinalizers(), Finalizer)
