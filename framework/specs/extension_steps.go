@@ -163,14 +163,14 @@ func (x *Extension) ExpectNoLeftovers(ctx context.Context) {
 	x.t.Logf("%s", last.String())
 }
 
-// Reinstall creates the ClusterExtension again (same name and version) once the previous one is gone,
-// and waits until it is Installed and the operator runs.
-func (x *Extension) Reinstall(ctx context.Context) {
+// Reinstall creates the ClusterExtension again (same name and version, these annotations) once the
+// previous one is gone, and waits until it is Installed and the operator runs.
+func (x *Extension) Reinstall(ctx context.Context, annotations map[string]string) {
 	defer phase(x.t, "reinstall")()
 	x.t.Step("reinstalling: ClusterExtension " + x.name + " again")
 	pkg, _, _ := unstructured.NestedString(x.ce.Object, "spec", "source", "catalog", "packageName")
 	version, _, _ := unstructured.NestedString(x.ce.Object, "spec", "source", "catalog", "version")
-	x.create(ctx, pkg, version, x.ce.GetAnnotations())
+	x.create(ctx, pkg, version, annotations)
 }
 
 // forceUninstall runs at the end of a spec: releases the spec's holds, opts the ClusterExtension out of

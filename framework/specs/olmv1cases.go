@@ -86,7 +86,7 @@ func OLMv1Cases(in OperandCleanupSpecInput) ([]Case, error) {
 				if stuck := stuckOnes(verdicts); len(stuck) > 0 {
 					t.Step(fmt.Sprintf("%d custom resource(s) stuck Terminating with their operator gone: reinstalling lets it finish them", len(stuck)))
 				}
-				x.Reinstall(ctx)
+				x.Reinstall(ctx, nil)
 				x.DeleteOperands(ctx)
 				x.Uninstall(ctx, metav1.DeletePropagationBackground)
 				x.ExpectUninstalled(ctx, false)

@@ -63,7 +63,7 @@ func olmv1OptInCases(in OperandCleanupSpecInput) []Case {
 				t.Logf("ClusterExtension %s deleted with %s:\n%s", x.name, UninstallOrphan, olmv1.Report(verdicts))
 				t.Gomega().Expect(deletedOnes(verdicts)).To(BeEmpty(), "with %s=%s no custom resource may be deleted", UninstallAnnotation, UninstallOrphan)
 				x.ExpectCRDsKept(ctx)
-				x.Reinstall(ctx)
+				x.Reinstall(ctx, nil)
 				x.DeleteOperands(ctx)
 				x.Uninstall(ctx, metav1.DeletePropagationBackground)
 				x.ExpectUninstalled(ctx, false)
