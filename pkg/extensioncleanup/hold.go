@@ -197,8 +197,12 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 			if hi < 0 && hasCE {
 				continue
 			}
-			if hi >= 0 {
-				refs = append(refs[:hi], refs[hi+1:]...)
+			// Every holder reference (an orphan's pair too, when the user switched away from orphan).
+			refs = refs[:0]
+			for _, ref := range o.OwnerReferences {
+				if ref.UID != holderUID {
+					refs = append(refs, ref)
+				}
 			}
 			if !hasCE {
 				refs = append(refs, extensionRef(ce))
