@@ -75,10 +75,11 @@
 //     mode leaves objects (the CRDs) behind, and marks them.
 //
 // The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is
-// upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); and, in orphan
-// mode, operator-controller v1.2.0 keeps reconciling a deleted ClusterExtension once its own finalizers
-// ran (no deletionTimestamp check in ClusterExtensionReconciler.reconcile) and may give a CRD its
-// reference back between the controller's re-check and the removal of Finalizer.
+// upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); and orphan with
+// foreground deletion: the GC strips the ClusterExtension's reference from a held CRD at once, and
+// operator-controller v1.2.0, which keeps reconciling a deleted ClusterExtension (no deletionTimestamp
+// check in ClusterExtensionReconciler.reconcile), can patch the CRD back to it before the controller
+// turns it into an orphan; the GC then deletes it. Background deletion has no such window.
 //
 // Helm keeps the holder's reference: helm-operator-plugins v0.8.0 actionClient.Reconcile
 // (pkg/client/actionclient.go createPatch) patches a CRD with a JSON patch of existing → expected minus
