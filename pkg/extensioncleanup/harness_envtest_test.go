@@ -58,6 +58,10 @@ type env struct {
 	widgets []*unstructured.Unstructured
 	ctrl    context.CancelFunc
 	ctrlErr chan error
+	// foreignHold is how long an uninstall waits before removing the foreign finalizers (default 2 s):
+	// a correct controller keeps the ClusterExtension until then; the broken-variant test waits longer,
+	// so that an early release is seen however slow the machine is.
+	foreignHold time.Duration
 }
 
 // setup installs the extension with the UninstallAnnotation value mode ("" for none) and starts the
