@@ -74,3 +74,27 @@ func crdConditions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	}
 	return out
 }
+
+// WithoutRequiredAPIs writes a copy of the registry-v1 bundle in bundleDir whose CSV requires no CRD
+// (spec.customresourcedefinitions.required dropped) and returns its directory, made once per bundle
+// content in the user's cache directory. OLM v1 (v1.2.0) resolves no dependencies and refuses a bundle
+// that declares one: this is the bundle of a team that installs the provider of those APIs first, for
+// the OLM v1 cases. The OLM v0 cases want the bundle as published.
+func WithoutRequiredAPIs(bundleDir string) (string, error) {
+	return bundleVariant(bundleDir, "bundles-without-required-apis", func(data []byte) ([]byte, int, error) {
+		return rewriteCSVs(data, func(csv map[string]any) error {
+			unstructured.RemoveNestedField(csv, "spec", "customresourcedefinitions", "required")
+			return nil
+		})
+	})
+}
+
+// MustWithoutRequiredAPIs is WithoutRequiredAPIs for a spec input built at package level; it panics
+// with the error.
+func MustWithoutRequiredAPIs(bundleDir string) string {
+	dir, err := WithoutRequiredAPIs(bundleDir)
+	if err != nil {
+		panic(err)
+	}
+	return dir
+}

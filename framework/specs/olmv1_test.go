@@ -2,10 +2,6 @@ package specs_test
 
 import (
 	"context"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
@@ -88,7 +83,7 @@ func gizmoUnderOLMv1(ctx context.Context, t *testing.T, env cluster.Environment)
 	}
 	// As published (its CSV requires the Widget API), OLM v1 v1.2.0 refuses it: the first case must fail
 	// at the install, saying why. The variant without the requirement is how a team ports it.
-	gizmoBundle := withoutRequiredCRDs(t, bundles.Dir("gizmo-operator", "v0.1.0"))
+	gizmoBundle := specs.MustWithoutRequiredAPIs(bundles.Dir("gizmo-operator", "v0.1.0"))
 	in := specs.OperandCleanupSpecInput{
 		Environment: func() cluster.Environment { return env }, Name: "gizmo-v1", BundleDir: gizmoBundle,
 		Samples: func(string) []*unstructured.Unstructured {
@@ -120,40 +115,6 @@ func gizmoUnderOLMv1(ctx context.Context, t *testing.T, env cluster.Environment)
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) { c.Run(ctx, specs.FromTesting(t)) })
 	}
-}
-
-// withoutRequiredCRDs is a copy of the bundle in dir whose CSV requires no CRD.
-func withoutRequiredCRDs(t *testing.T, dir string) string {
-	t.Helper()
-	out := t.TempDir()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if strings.HasSuffix(p, ".clusterserviceversion.yaml") {
-			var csv map[string]any
-			if err := yaml.Unmarshal(data, &csv); err != nil {
-				return err
-			}
-			unstructured.RemoveNestedField(csv, "spec", "customresourcedefinitions", "required")
-			if data, err = yaml.Marshal(csv); err != nil {
-				return err
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(out, rel)), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(out, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // checkMutantsUnderOLMv1: the CRs-first case fails against each mutant of widget-operator, naming its

@@ -38,6 +38,18 @@ var webhookCertFlags = []string{"--webhook-cert-path", "--webhook-cert-name", "-
 //
 // The copy is made once per bundle content, in the user's cache directory (the temp dir without one).
 func WithoutWebhooks(bundleDir string) (string, error) {
+	return bundleVariant(bundleDir, "bundles-without-webhooks", withoutWebhooksInManifest)
+}
+
+// withoutWebhooksInManifest rewrites the CSV documents of a manifest file without their webhooks.
+func withoutWebhooksInManifest(data []byte) ([]byte, int, error) {
+	return rewriteCSVs(data, dropWebhooks)
+}
+
+// bundleVariant writes a copy of the bundle in bundleDir with each file of manifests/ rewritten by
+// rewrite (which says how many CSVs it found), once per bundle content, in the user's cache directory
+// under name (the temp dir without one), and returns its directory.
+func bundleVariant(bundleDir, name string, rewrite func(data []byte) ([]byte, int, error)) (string, error) {
 	key, err := treeHash(bundleDir)
 	if err != nil {
 		return "", fmt.Errorf("bundle %s: %w", bundleDir, err)
@@ -46,7 +58,7 @@ func WithoutWebhooks(bundleDir string) (string, error) {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	root := filepath.Join(cache, "cleanup-e2e", "bundles-without-webhooks")
+	root := filepath.Join(cache, "cleanup-e2e", name)
 	out := filepath.Join(root, filepath.Base(filepath.Clean(bundleDir))+"-"+key)
 	if _, err := os.Stat(filepath.Join(out, "metadata")); err == nil {
 		return out, nil
@@ -76,7 +88,7 @@ func WithoutWebhooks(bundleDir string) (string, error) {
 		}
 		if filepath.Dir(rel) == "manifests" {
 			n := 0
-			if data, n, err = withoutWebhooksInManifest(data); err != nil {
+			if data, n, err = rewrite(data); err != nil {
 				return fmt.Errorf("%s: %w", rel, err)
 			}
 			csvs += n
@@ -108,9 +120,9 @@ func MustWithoutWebhooks(bundleDir string) string {
 	return dir
 }
 
-// withoutWebhooksInManifest rewrites the CSV documents of a manifest file (the others are kept as
-// they are) and says how many it found.
-func withoutWebhooksInManifest(data []byte) ([]byte, int, error) {
+// rewriteCSVs rewrites the CSV documents of a manifest file with edit (the others are kept as they
+// are) and says how many it found.
+func rewriteCSVs(data []byte, edit func(csv map[string]any) error) ([]byte, int, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs [][]byte
 	csvs := 0
@@ -131,7 +143,7 @@ func withoutWebhooksInManifest(data []byte) ([]byte, int, error) {
 			continue
 		}
 		csvs++
-		if err := dropWebhooks(obj.Object); err != nil {
+		if err := edit(obj.Object); err != nil {
 			return nil, 0, fmt.Errorf("ClusterServiceVersion %s: %w", obj.GetName(), err)
 		}
 		out, err := yaml.Marshal(obj.Object)
