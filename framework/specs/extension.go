@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -104,6 +105,9 @@ func (x *Extension) Install(ctx context.Context, annotations map[string]string) 
 	}
 	x.t.Step(fmt.Sprintf("installing %s %s through OLM v1 into %s", b.Package(), b.CSV.Spec.Version, x.all[0]))
 	x.g.Expect(readable(x.clearCRDs(ctx))).To(Succeed())
+	if x.in.BeforeInstall != nil {
+		x.g.Expect(x.in.BeforeInstall(ctx, x.c)).To(Succeed(), "OperandCleanupSpecInput.BeforeInstall")
+	}
 
 	reg, err := olmv1.Published(ctx, x.c)
 	x.g.Expect(readable(err)).To(Succeed())
@@ -214,7 +218,7 @@ func (x *Extension) clearCRDs(ctx context.Context) error {
 					"uninstall it before these cases run", name, ref.Name)
 			}
 		}
-		crs, err := listCRs(ctx, x.c, crd)
+		crs, err := x.settledCRs(ctx, crd)
 		if err != nil {
 			return err
 		}
@@ -228,6 +232,35 @@ func (x *Extension) clearCRDs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// settledCRs lists crd's custom resources once those on their way out (being deleted, or in a
+// namespace being deleted: an earlier spec's) are gone, waiting up to intervals.Gone for them.
+func (x *Extension) settledCRs(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) ([]unstructured.Unstructured, error) {
+	var crs []unstructured.Unstructured
+	var lastErr error
+	_ = intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+		crs, lastErr = listCRs(ctx, x.c, crd)
+		if lastErr != nil {
+			return false, lastErr.Error()
+		}
+		for _, cr := range crs {
+			if cr.GetDeletionTimestamp() != nil || namespaceGoing(ctx, x.c, cr.GetNamespace()) {
+				return false, fmt.Sprintf("%s %s/%s is being deleted", crd.Spec.Names.Kind, cr.GetNamespace(), cr.GetName())
+			}
+		}
+		return true, ""
+	})
+	return crs, lastErr
+}
+
+// namespaceGoing reports whether namespace ns is being deleted.
+func namespaceGoing(ctx context.Context, c client.Client, ns string) bool {
+	if ns == "" {
+		return false
+	}
+	n := &corev1.Namespace{}
+	return c.Get(ctx, client.ObjectKey{Name: ns}, n) == nil && n.DeletionTimestamp != nil
 }
 
 // firstNames renders the first n objects as "ns/name", and how many more.

@@ -42,6 +42,10 @@ type OperandCleanupSpecInput struct {
 	// resource it made in another namespace, or outside the cluster, is gone). Unset, a finalizer that
 	// only removes itself passes (the specs warn).
 	Finalized func(ctx context.Context, c client.Client, sample *unstructured.Unstructured) error
+	// BeforeInstall, if set, runs before each install, once the case holds the operator's APIs: to
+	// install what the operator requires that OLM does not (OLM v1 resolves no dependencies: e.g. the
+	// CRDs of an API the CSV requires, with specs.WithoutRequiredAPIs for the bundle).
+	BeforeInstall func(ctx context.Context, c client.Client) error
 	// PendingListCap is the most instances the controller lists in status.cleanup.pendingDeletion;
 	// the listing spec creates 20 more. Default: the --max-pending-listed of the operand-cleanup
 	// Deployment on the cluster (the stack installs it with 10), else the controller's default, 100.

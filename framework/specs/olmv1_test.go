@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,23 +77,14 @@ func gizmoUnderOLMv1(ctx context.Context, t *testing.T, env cluster.Environment)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kube.ApplyCRDs(ctx, env.Client, widgets.CRDs...); err != nil {
-		t.Fatal(err)
-	}
 	// As published (its CSV requires the Widget API), OLM v1 v1.2.0 refuses it: the first case must fail
 	// at the install, saying why. The variant without the requirement is how a team ports it.
 	gizmoBundle := specs.MustWithoutRequiredAPIs(bundles.Dir("gizmo-operator", "v0.1.0"))
 	in := specs.OperandCleanupSpecInput{
 		Environment: func() cluster.Environment { return env }, Name: "gizmo-v1", BundleDir: gizmoBundle,
-		Samples: func(string) []*unstructured.Unstructured {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(fixturesv1alpha1.GroupVersion.WithKind("Gizmo"))
-			u.SetName("sample")
-			return []*unstructured.Unstructured{u}
-		},
-		Reconciled: func(ctx context.Context, c client.Client, g *unstructured.Unstructured) error {
-			return c.Get(ctx, client.ObjectKey{Namespace: g.GetNamespace(), Name: gizmo.WidgetName(g.GetName())}, &fixturesv1alpha1.Widget{})
-		},
+		Samples: gizmo.Samples, Reconciled: gizmo.Reconciled,
+		// OLM v1 installs no dependency: the Widget API gizmo-operator requires is there first.
+		BeforeInstall: func(ctx context.Context, c client.Client) error { return kube.ApplyCRDs(ctx, c, widgets.CRDs...) },
 		ExpectedLeftovers: []leftovers.Matcher{{Kind: "Widget", Name: gizmo.WidgetName("*"),
 			Reason: "gizmo-operator leaves the Widget it made: Widget is an API it requires, not one it owns"}},
 	}

@@ -1,0 +1,36 @@
+package kind
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/gizmo"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
+)
+
+// The spec library's OLM v1 cases on kind for gizmo-operator, whose CSV requires the Widget API:
+// OLM v1 resolves no dependencies, so its bundle goes without the requirement and each case installs
+// the Widget CRDs first (widget-operator's own OLM v1 cases run from examples/operator-repo).
+var _ = runsPods && testenv.Config{}.LoadsImages() && specs.DescribeOLMv1Uninstall(specs.OperandCleanupSpecInput{
+	Environment: func() cluster.Environment { return cluster.Environment{Provider: provider, Client: k8s, APIs: apis} },
+	Name:        "gizmo-v1",
+	BundleDir:   specs.MustWithoutRequiredAPIs(bundles.Dir("gizmo-operator", "v0.1.0")),
+	Samples:     gizmo.Samples,
+	Reconciled:  gizmo.Reconciled,
+	BeforeInstall: func(ctx context.Context, c client.Client) error {
+		widgets, err := bundle.Load(bundles.Dir("widget-operator", "v0.1.0"))
+		if err != nil {
+			return err
+		}
+		return kube.ApplyCRDs(ctx, c, widgets.CRDs...)
+	},
+	ExpectedLeftovers: []leftovers.Matcher{{Kind: "Widget", Name: gizmo.WidgetName("*"),
+		Reason: "gizmo-operator leaves the Widget it made: Widget is an API it requires, not one it owns"}},
+})
