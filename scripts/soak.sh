@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The long soak of the two randomized sequence tests, which make test runs only a few seeds of: the
+# The long soak of the randomized sequence tests, which make test runs only a few seeds of: the
 # operand-cleanup controller's lifecycle sequences (pkg/operandcleanup/lifecycle_spec_test.go, on an
-# envtest control plane) and the payload applier's delete-state sequences against their reference
-# model (pkg/payload/applier/deletestate). The nightly workflow's soak job runs it.
+# envtest control plane), the payload applier's delete-state sequences against their reference model
+# (pkg/payload/applier/deletestate) and the OLM v1 ordered uninstall's lifecycle rounds
+# (pkg/extensioncleanup/lifecycle_envtest_test.go, with the real operator-controller; one seed a
+# chunk, each with SOAK_EXT_ROUNDS rounds). The nightly workflow's soak job runs it.
 #
 # Each test stops at its first failing sequence, so the sequences run in chunks, each from its own
 # base seed: a failure ends its chunk only and the next chunks still run. Everything goes to
@@ -14,6 +16,7 @@
 #   SOAK_MINUTES=90               no chunk starts after this; a running one gets this plus a margin
 #   SOAK_LIFECYCLE_SEQUENCES=300  SOAK_LIFECYCLE_STEPS=30  SOAK_LIFECYCLE_CHUNK=50   (0 sequences: skip)
 #   SOAK_APPLIER_SEQUENCES=10000  SOAK_APPLIER_STEPS=60    SOAK_APPLIER_CHUNK=1000   (0 sequences: skip)
+#   SOAK_EXT_SEEDS=20             SOAK_EXT_ROUNDS=6                                   (0 seeds: skip)
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
@@ -22,7 +25,8 @@ seed=${SOAK_SEED:-$(printf '%(%s)T' -1)}
 minutes=${SOAK_MINUTES:-90}
 lc_n=${SOAK_LIFECYCLE_SEQUENCES:-300} lc_steps=${SOAK_LIFECYCLE_STEPS:-30} lc_chunk=${SOAK_LIFECYCLE_CHUNK:-50}
 ap_n=${SOAK_APPLIER_SEQUENCES:-10000} ap_steps=${SOAK_APPLIER_STEPS:-60} ap_chunk=${SOAK_APPLIER_CHUNK:-1000}
-for v in seed minutes lc_n lc_steps lc_chunk ap_n ap_steps ap_chunk; do
+ext_n=${SOAK_EXT_SEEDS:-20} ext_rounds=${SOAK_EXT_ROUNDS:-6}
+for v in seed minutes lc_n lc_steps lc_chunk ap_n ap_steps ap_chunk ext_n ext_rounds; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "soak: $v=${!v}: want a non-negative integer"
 done
 { [ "$lc_chunk" -gt 0 ] && [ "$ap_chunk" -gt 0 ]; } || die "soak: chunk sizes must be positive"
@@ -133,6 +137,21 @@ lifecycle_failure() {
   failure_file lifecycle "$f" "$s" "CLEANUP_E2E_LIFECYCLE_SEED=$s CLEANUP_E2E_LIFECYCLE_SEQUENCES=1 CLEANUP_E2E_LIFECYCLE_STEPS=$3 go test ./pkg/operandcleanup -run TestOperandCleanup -ginkgo.focus=lifecycle -ginkgo.v"
 }
 
+# One seed a run (its rounds share one install): TestLifecycle's "seed N: K violations" up to its
+# "replay: ..." line.
+ext_run() {
+  (cd pkg/extensioncleanup &&
+    CLEANUP_E2E_EXT_LIFECYCLE_SEED=$2 CLEANUP_E2E_EXT_LIFECYCLE_ROUNDS=$ext_rounds \
+      "$bin/extensioncleanup.test" -test.run '^TestLifecycle$' -test.v -test.timeout "$(chunk_timeout)") >"$4" 2>&1 &&
+    ran "$4" '^--- PASS: TestLifecycle '
+}
+ext_failure() {
+  local f=$out/failures/ext-chunk-$2.txt s
+  extract "$1" 'seed -?[0-9]+: [0-9]+ violations' 'replay: ' "$f" || return 1
+  s=$(grep -oE 'seed -?[0-9]+: [0-9]+ violations' "$f" | grep -oE -- '-?[0-9]+' | head -n 1) || true
+  failure_file ext "$f" "$s" "CLEANUP_E2E_EXT_LIFECYCLE_SEED=$s CLEANUP_E2E_EXT_LIFECYCLE_ROUNDS=$ext_rounds go test ./pkg/extensioncleanup -run 'TestLifecycle\$' -v"
+}
+
 rc=0
 if [ "$ap_n" -gt 0 ]; then
   build pkg/payload/applier/deletestate deletestate
@@ -146,6 +165,12 @@ if [ "$lc_n" -gt 0 ]; then
   fi
   build pkg/operandcleanup operandcleanup
   chunks lifecycle "$lc_n" "$lc_chunk" "$lc_steps" lifecycle_run || rc=1
+fi
+if [ "$ext_n" -gt 0 ]; then
+  # The real operator-controller and catalogd, and kube-controller-manager: scripts/tools.sh builds them.
+  [ -x "$BIN_DIR/olmv1-$OLMV1_VERSION/operator-controller" ] || step "toolchain (scripts/tools.sh)" bash scripts/tools.sh
+  build pkg/extensioncleanup extensioncleanup
+  chunks ext "$ext_n" 1 "$ext_rounds" ext_run || rc=1
 fi
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   { echo '```'; cat "$seeds"; echo '```'; } >>"$GITHUB_STEP_SUMMARY"
