@@ -34,12 +34,14 @@ type widgetExtension struct {
 	widgets []*unstructured.Unstructured
 }
 
-// installWidgetExtension holds widget-operator's APIs, removes CRDs another install left (OLM v0 keeps
+// installWidgetExtension holds widget-operator's APIs exclusively, removes CRDs another install left (OLM v0 keeps
 // them; helm refuses to adopt them), installs widget-operator v0.1.0 through a ClusterExtension and
 // creates two Widgets in each of two namespaces, returning once the operator has reconciled each. Its
 // cleanups remove what the spec leaves (stuck Widgets' finalizers too) before the APIs are released.
 func installWidgetExtension(ctx context.Context) *widgetExtension {
-	release, err := specs.HoldAPIsOf(ctx, apis, CurrentSpecReport().FullText(), bundles.Dir(widget.Name, "v0.1.0"))
+	// Exclusively: the spec deletes widget-operator's CRDs, and an OLM v0 spec of another suite would
+	// install them again meanwhile (helm then refuses them: "already exists … cannot be managed").
+	release, err := specs.HoldAPIsExclusivelyOf(ctx, apis, CurrentSpecReport().FullText(), bundles.Dir(widget.Name, "v0.1.0"))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(release)
 	removeWidgetCRDs(ctx)

@@ -77,7 +77,12 @@ func WaitCondition(ctx context.Context, c client.Client, n intervals.Name, obj *
 		if cond == nil {
 			return false, fmt.Sprintf("no %s condition yet (conditions %v)", typ, conds)
 		}
-		return cond.Status == metav1.ConditionTrue, fmt.Sprintf("%s=%s %s: %s", typ, cond.Status, cond.Reason, cond.Message)
+		if cond.Status == metav1.ConditionTrue {
+			return true, ""
+		}
+		// Every condition: the cause is often in another one (Progressing=True Retrying says why
+		// Installed is False).
+		return false, DescribeConditions(conds)
 	})
 	if err != nil {
 		return fmt.Errorf("%s %s to be %s: %w", obj.GetKind(), obj.GetName(), typ, err)

@@ -40,6 +40,17 @@ func (r *Installation) lockAPIs(ctx context.Context, mode operatorsv1alpha1.Inst
 // AllNamespaces cleanup of another spec deletes them meanwhile. Take it before the objects exist and
 // release it after the spec's cleanups. A nil locker (a cluster no other spec uses) holds nothing.
 func HoldAPIsOf(ctx context.Context, locker cluster.APILocker, why string, bundleDirs ...string) (release func(), err error) {
+	return holdAPIsOf(ctx, locker, false, why, bundleDirs...)
+}
+
+// HoldAPIsExclusivelyOf is HoldAPIsOf holding them exclusively: for a spec that deletes the bundles'
+// CRDs (an OLM v1 uninstall does), so that no other spec uses those kinds, or installs them through
+// OLM v0, meanwhile.
+func HoldAPIsExclusivelyOf(ctx context.Context, locker cluster.APILocker, why string, bundleDirs ...string) (release func(), err error) {
+	return holdAPIsOf(ctx, locker, true, why, bundleDirs...)
+}
+
+func holdAPIsOf(ctx context.Context, locker cluster.APILocker, exclusive bool, why string, bundleDirs ...string) (release func(), err error) {
 	if locker == nil {
 		return func() {}, nil
 	}
@@ -48,7 +59,7 @@ func HoldAPIsOf(ctx context.Context, locker cluster.APILocker, why string, bundl
 		return nil, err
 	}
 	waited := budget.Start(why, "api-locks", nil)
-	release, err = locker.LockAPIs(ctx, apis, false, why)
+	release, err = locker.LockAPIs(ctx, apis, exclusive, why)
 	waited()
 	if err != nil {
 		return nil, fmt.Errorf("hold the APIs %v on the shared cluster: %w", apis, err)
