@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -34,12 +35,14 @@ var gizmoOperator = specs.OperandCleanupSpecInput{
 
 var _ = Describe("Operand cleanup and required CRDs", Label("operand-cleanup", "required-crds"), func() {
 	It("removes the Gizmos of gizmo-operator and leaves the Widgets it requires", func(ctx context.Context) {
-		By("installing the Widget CRDs gizmo-operator requires (widget-operator's bundle provides them)")
+		// The installation first: it holds the APIs gizmo-operator uses (Widget among them), so that no
+		// spec deleting the Widget CRD (an OLM v1 uninstall) runs meanwhile.
+		r := specs.NewInstallation(ctx, gizmoOperator, operatorsv1alpha1.InstallModeTypeOwnNamespace)
+		By("installing the Widget CRD gizmo-operator requires (widget-operator's bundle provides it), and only that one")
 		widgetBundle, err := bundles.Load(bundles.Dir("widget-operator", "v0.1.0"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(kube.ApplyCRDs(ctx, k8s, widgetBundle.CRDs...)).To(Succeed())
+		Expect(kube.ApplyCRDs(ctx, k8s, requiredOf(widgetBundle.CRDs, "widgets.fixtures.cleanup-e2e.io")...)).To(Succeed())
 
-		r := specs.NewInstallation(ctx, gizmoOperator, operatorsv1alpha1.InstallModeTypeOwnNamespace)
 		r.Install(ctx, gizmoOperator.BundleDir, ptr.To(true))
 		r.CreateOperands(ctx)
 		gizmos, _ := r.Operands(r.WatchedNamespaces(), false)
@@ -65,3 +68,13 @@ var _ = Describe("Operand cleanup and required CRDs", Label("operand-cleanup", "
 		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(ConsistOf(gizmo.WidgetName("sample"), "made-by-a-user"))
 	})
 })
+
+// requiredOf is the CRD named name among crds (none when absent).
+func requiredOf(crds []*apiextensionsv1.CustomResourceDefinition, name string) []*apiextensionsv1.CustomResourceDefinition {
+	for _, c := range crds {
+		if c.Name == name {
+			return []*apiextensionsv1.CustomResourceDefinition{c}
+		}
+	}
+	return nil
+}

@@ -84,7 +84,14 @@ func gizmoUnderOLMv1(ctx context.Context, t *testing.T, env cluster.Environment)
 		Environment: func() cluster.Environment { return env }, Name: "gizmo-v1", BundleDir: gizmoBundle,
 		Samples: gizmo.Samples, Reconciled: gizmo.Reconciled,
 		// OLM v1 installs no dependency: the Widget API gizmo-operator requires is there first.
-		BeforeInstall: func(ctx context.Context, c client.Client) error { return kube.ApplyCRDs(ctx, c, widgets.CRDs...) },
+		BeforeInstall: func(ctx context.Context, c client.Client) error {
+			for _, crd := range widgets.CRDs { // the one CRD it requires: its spec holds that API only
+				if crd.Name == "widgets.fixtures.cleanup-e2e.io" {
+					return kube.ApplyCRDs(ctx, c, crd)
+				}
+			}
+			return nil
+		},
 		ExpectedLeftovers: []leftovers.Matcher{{Kind: "Widget", Name: gizmo.WidgetName("*"),
 			Reason: "gizmo-operator leaves the Widget it made: Widget is an API it requires, not one it owns"}},
 	}
