@@ -55,7 +55,15 @@ func installWidgetExtension(ctx context.Context) *widgetExtension {
 		if CurrentSpecReport().Failed() {
 			collectArtifacts(ctx, append(namespaces, olmv1.SystemNamespace)...)
 		}
-		_ = client.IgnoreNotFound(k8s.Delete(ctx, x.ce))
+		if x.ce != nil {
+			_ = client.IgnoreNotFound(k8s.Delete(ctx, x.ce))
+			// Gone before the APIs are released: operator-controller keeps reconciling a deleted
+			// ClusterExtension still held by finalizers, and would install its CRDs again under the next spec.
+			_ = intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+				err := k8s.Get(ctx, client.ObjectKeyFromObject(x.ce), x.ce.DeepCopy())
+				return apierrors.IsNotFound(err), fmt.Sprintf("ClusterExtension %s still there (error %v)", x.ce.GetName(), err)
+			})
+		}
 		for _, ns := range namespaces {
 			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		}

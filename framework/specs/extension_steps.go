@@ -199,6 +199,17 @@ func (x *Extension) forceUninstall(ctx context.Context) {
 	if x.ops != nil {
 		x.ops.release(ctx, x.t.Logf)
 	}
+	// The ClusterExtension gone before the APIs are released: operator-controller keeps reconciling a
+	// deleted one still held by finalizers, and would install its CRDs again under the next spec.
+	if x.ce != nil {
+		err := intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+			err := x.c.Get(ctx, client.ObjectKeyFromObject(x.ce), x.ce.DeepCopy())
+			return apierrors.IsNotFound(err), x.explainExtensionStays(ctx)
+		})
+		if err != nil {
+			x.t.Logf("cleanup: %v", err)
+		}
+	}
 	if err := crdsGone(ctx, x.c, intervals.GarbageCollecting, x.crds...); err != nil {
 		x.t.Logf("cleanup: %v", err)
 	}
