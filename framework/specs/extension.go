@@ -160,6 +160,9 @@ func (x *Extension) create(ctx context.Context, pkg, version string, annotations
 			return "the operator installed by ClusterExtension " + x.name + " should run; operator: " + olm.DescribeOperatorLogs(ctx, x.c, x.logs, x.csv)
 		})
 	}
+	if m := annotations[UninstallAnnotation]; m == UninstallDeleteOperands || m == UninstallOrphan {
+		x.awaitHold(ctx, m)
+	}
 }
 
 // installed is nil once the ClusterExtension is Installed, else says what its conditions say.

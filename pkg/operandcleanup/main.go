@@ -124,8 +124,10 @@ func Main(ctx context.Context, cfg *rest.Config, args []string, getenv func(stri
 	if err := New(mgr, f.Options).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up controller: %w", err)
 	}
-	// OLM v1's ordered uninstall (pkg/extensioncleanup), once the ClusterExtension API is served.
-	if err := extensioncleanup.AddWhenServed(mgr, extensioncleanup.Options{}, 30*time.Second); err != nil {
+	// OLM v1's ordered uninstall (pkg/extensioncleanup), once the ClusterExtension API is served. Until
+	// then an opted-in ClusterExtension has no finalizer, and deleting it is OLM v1's plain uninstall:
+	// looked for every 5 s (one discovery request), so that OLM v1 installed next is served promptly.
+	if err := extensioncleanup.AddWhenServed(mgr, extensioncleanup.Options{}, 5*time.Second); err != nil {
 		return fmt.Errorf("setting up the OLM v1 ordered-uninstall controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
