@@ -51,9 +51,12 @@ const (
 // env is widget-operator v0.1.0 installed through OLM v1 on a fresh envtest cluster, reconciled Widgets
 // in two namespaces, and the ordered-uninstall controller running in the test process.
 type env struct {
-	p       *envtest.Provider
-	c       client.Client
-	ce      *unstructured.Unstructured
+	p  *envtest.Provider
+	c  client.Client
+	m  *olmv1.Managers
+	ce *unstructured.Unstructured
+	// version is the installed bundle's version (versions).
+	version string
 	depKey  types.NamespacedName
 	widgets []*unstructured.Unstructured
 	ctrl    context.CancelFunc
@@ -88,7 +91,16 @@ func setup(ctx context.Context, t *testing.T, mode string, opts extensioncleanup
 	}
 	t.Cleanup(func() { _ = reg.Stop() })
 	endpoint := olmv1.Endpoint{Push: reg.Host, Pull: reg.Host}
-	catalogRef, err := olmv1.PushPackage(ctx, endpoint, "widget", bundles.Dir("widget-operator", "0.1.0"))
+	// Every version the upgrades walk through, then the variant that drops a CRD (harness_upgrade).
+	dirs := []string{}
+	for _, v := range versions[:len(versions)-1] {
+		dirs = append(dirs, bundles.Dir("widget-operator", v))
+	}
+	dropDir, err := withoutWidgetClasses(t, bundles.Dir("widget-operator", versions[len(versions)-2]), versions[len(versions)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalogRef, err := olmv1.PushPackage(ctx, endpoint, "widget", append(dirs, dropDir)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +129,7 @@ func setup(ctx context.Context, t *testing.T, mode string, opts extensioncleanup
 	if err := c.Create(ctx, holder); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{p: p, c: c, depKey: types.NamespacedName{Namespace: installNS, Name: deployment}}
+	e := &env{p: p, c: c, m: m, depKey: types.NamespacedName{Namespace: installNS, Name: deployment}, version: versions[0]}
 	e.start(ctx, t, opts)
 
 	cat := olmv1.ClusterCatalog("fixtures", catalogRef)
@@ -130,7 +142,7 @@ func setup(ctx context.Context, t *testing.T, mode string, opts extensioncleanup
 	if err := olmv1.CreateInstaller(ctx, c, installNS, installer); err != nil {
 		t.Fatal(err)
 	}
-	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", "0.1.0")
+	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", versions[0])
 	if mode != "" {
 		e.ce.SetAnnotations(map[string]string{extensioncleanup.UninstallAnnotation: mode})
 	}

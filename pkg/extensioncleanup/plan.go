@@ -147,6 +147,13 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 		if err := r.live.Get(ctx, types.NamespacedName{Name: m.Name}, crd); err != nil {
 			return nil, fmt.Errorf("reading CRD %s: %w", m.Name, err)
 		}
+		if crd.DeletionTimestamp != nil {
+			// Not the extension's any more: an upgrade that dropped it (helm's Delete) or a user deleted
+			// it; the API server's CRD finalizer deletes its CRs, and an uninstall must neither wait on
+			// them nor delete them.
+			skipped = append(skipped, m.Name+" (being deleted)")
+			continue
+		}
 		version := servedVersion(crd)
 		if version == "" {
 			skipped = append(skipped, m.Name)
