@@ -3,153 +3,148 @@ package extensioncleanup_test
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/deletions"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
+	"github.com/cleanup-e2e/cleanup-e2e/internal/shrink"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
-// The lifecycle test's own variables: replay a seed, run more rounds (a soak).
+// The lifecycle test's own variables: replay a seed, run more rounds (a soak), keep only some steps of
+// the generated list (a shrunk list's replay), let TestLifecycle shrink a failure.
 const (
 	envLifecycleSeed   = "CLEANUP_E2E_EXT_LIFECYCLE_SEED"
 	envLifecycleRounds = "CLEANUP_E2E_EXT_LIFECYCLE_ROUNDS"
+	envLifecycleSteps  = "CLEANUP_E2E_EXT_LIFECYCLE_STEPS"  // e.g. "4,5,9": the generated steps to run
+	envLifecycleShrink = "CLEANUP_E2E_EXT_LIFECYCLE_SHRINK" // re-runs TestLifecycle may spend shrinking (default 0)
 	foreignFinalizer   = "example.cleanup-e2e.io/foreign"
 )
 
-// TestLifecycle runs a seeded sequence on one OLM v1 install, bounded: each round draws operations on
-// the installed extension (Widgets created, the opt-in switched among none, delete-operands and orphan,
-// a foreign finalizer on a Widget, controller restarts), deletes the ClusterExtension (background or
-// foreground, sometimes opting out in the middle), judges the uninstall against the invariants of
-// pkg/extensioncleanup/doc.go, and installs again. A failure prints the seed that replays it.
+// TestLifecycle runs a seeded operation list on one OLM v1 install, bounded: each round draws operations
+// on the installed extension (Widgets created, the opt-in switched among none, delete-operands and
+// orphan, a foreign finalizer on a Widget, restarts of the controller and of operator-controller,
+// upgrades to the next widget-operator version, the last one dropping a CRD, a Widget namespace
+// terminated), deletes the ClusterExtension (background or foreground, sometimes opting out in the
+// middle), judges the uninstall against the invariants of pkg/extensioncleanup/doc.go, and installs
+// again. A failure prints the list, the shortest failing list found (with CLEANUP_E2E_EXT_LIFECYCLE_SHRINK
+// re-runs) and how to replay both.
 func TestLifecycle(t *testing.T) {
 	seed := envInt(envLifecycleSeed, time.Now().UnixNano()%1_000_000)
 	rounds := envInt(envLifecycleRounds, 2)
-	if v := lifecycle(t, seed, int(rounds), false); len(v) > 0 {
-		t.Errorf("seed %d: %d violations:\n  %s\nreplay: %s=%d go test ./pkg/extensioncleanup -run TestLifecycle$ -v",
-			seed, len(v), joinLines(v), envLifecycleSeed, seed)
+	mode, ops := generate(seed, int(rounds))
+	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
+	f := runAndShrink(t, seed, mode, ops, false, int(envInt(envLifecycleShrink, 0)))
+	if len(f.violations) > 0 {
+		t.Error(f.report(rounds))
 	}
 }
 
 // TestLifecycleCatchesEarlyRelease: a deliberately broken controller that lets the operator go as soon
-// as a pass has deleted the CRs, before they are finalized, is caught.
+// as a pass has deleted the CRs, before they are finalized, is caught, and the shrinker drops operations
+// the violation does not need (2 re-runs, each on a fresh install: the halves of the list).
 func TestLifecycleCatchesEarlyRelease(t *testing.T) {
 	extensioncleanup.BreakReleaseEarly(true)
 	defer extensioncleanup.BreakReleaseEarly(false)
-	v := lifecycle(t, 1, 1, true)
-	if len(v) == 0 {
-		t.Fatal("the controller that releases before its CRs are finalized went unnoticed")
+	mode, ops := generateBroken(1)
+	f := runAndShrink(t, 1, mode, ops, true, 2)
+	if len(f.original) == 0 {
+		t.Fatalf("the controller that releases before its CRs are finalized went unnoticed over:%s", formatOps(ops))
 	}
-	t.Logf("caught as expected:\n  %s", joinLines(v))
+	t.Logf("caught as expected:\n%s", f.report(0))
+	if len(f.ops) >= len(ops) {
+		t.Errorf("the shrinker kept all %d operations; want fewer (the first ones are noise):%s", len(ops), formatOps(f.ops))
+	}
 }
 
-// lifecycle runs rounds and returns the violations. broken forces the round that catches an early
-// release: delete-operands, a Widget with a foreign finalizer, background deletion, no opt-out.
-func lifecycle(t *testing.T, seed int64, rounds int, broken bool) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*3*time.Minute)
-	defer cancel()
-	rng := rand.New(rand.NewSource(seed))
-	modes := []string{"", extensioncleanup.ModeDeleteOperands, extensioncleanup.ModeOrphan}
-	mode := modes[rng.Intn(len(modes))]
-	if broken {
-		mode = extensioncleanup.ModeDeleteOperands
+// failure is a run's violations and what shrinking made of them.
+type failure struct {
+	seed                 int64
+	mode                 string
+	all, ops             []lifecycleOp // the list run first, the shortest failing one found
+	original, violations []string
+	reruns               int
+}
+
+// runAndShrink runs ops on a fresh install (a subtest: each run's control plane is stopped before the
+// next) and, on violations, re-runs shrunk lists within budget.
+func runAndShrink(t *testing.T, seed int64, mode string, ops []lifecycleOp, broken bool, budget int) failure {
+	f := failure{seed: seed, mode: mode, all: ops, ops: ops}
+	run := func(cand []lifecycleOp) []string {
+		var v []string
+		t.Run(fmt.Sprintf("seed%d-%dops", seed, len(cand)), func(t *testing.T) {
+			t.Logf("opt-in %q, operations:%s", mode, formatOps(cand))
+			v = runLifecycle(t, mode, cand, broken)
+			for _, s := range v {
+				t.Logf("violation: %s", s)
+			}
+		})
+		return v
 	}
-	opts := fast
-	opts.OrphanGrace = 2 * time.Second
-	e := setup(ctx, t, mode, opts)
-	if broken {
-		// The early release comes once a pass has deleted the CRs, which a loaded machine may delay past
-		// the default hold: the foreign finalizer stays until the ClusterExtension is gone (or half the wait).
-		e.foreignHold = intervals.Get(intervals.GarbageCollecting) / 2
+	f.original = run(ops)
+	if len(f.original) == 0 || budget == 0 {
+		f.violations = f.original
+		return f
 	}
-	var violations []string
-	n := 0
-	for round := 0; round < rounds; round++ {
-		// Every Widget deletion the API server reports, whoever made it; one recorder per install (its
-		// watch ends when an uninstall deletes the CRD).
-		rec, err := deletions.Start(ctx, e.p.RESTConfig(), fixturesv1alpha1.GroupVersion.WithResource("widgets"))
+	f.ops, f.violations = shrink.Chunks(ops, f.original, budget, func(c []lifecycleOp) []string {
+		f.reruns++
+		return run(c)
+	})
+	return f
+}
+
+func (f failure) report(rounds int64) string {
+	replay := fmt.Sprintf("%s=%d", envLifecycleSeed, f.seed)
+	if rounds > 0 {
+		replay += fmt.Sprintf(" %s=%d", envLifecycleRounds, rounds)
+	}
+	cmd := " go test ./pkg/extensioncleanup -run 'TestLifecycle$' -v"
+	// "seed N: K violations" and the "replay: " line frame the failure scripts/soak.sh extracts.
+	s := fmt.Sprintf("seed %d: %d violations (first install opted in %q):\n  %s\nthe %d operations:%s\nreplay: %s%s",
+		f.seed, len(f.original), f.mode, joinLines(f.original), len(f.all), formatOps(f.all), replay, cmd)
+	if f.reruns > 0 {
+		s += fmt.Sprintf("\nshortest failing list found in %d re-runs (%d operations):%s\nits violations:\n  %s\nreplay it: %s %s=%s%s",
+			f.reruns, len(f.ops), formatOps(f.ops), joinLines(f.violations), replay, envLifecycleSteps, steps(f.ops), cmd)
+	}
+	return s
+}
+
+// keepSteps keeps the operations whose steps list names ("" keeps all).
+func keepSteps(t *testing.T, ops []lifecycleOp, list string) []lifecycleOp {
+	if list == "" {
+		return ops
+	}
+	keep := map[int]bool{}
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s=%q: %v", envLifecycleSteps, list, err)
 		}
-		seen := 0
-		for i := 0; i < 3 && !broken; i++ {
-			switch rng.Intn(4) {
-			case 0:
-				n++
-				e.widgets = append(e.widgets, e.createWidget(ctx, t, []string{"team-a", "team-b"}[rng.Intn(2)], fmt.Sprintf("x%d", n)))
-				t.Logf("round %d: Widget x%d created", round, n)
-			case 1:
-				mode = modes[rng.Intn(len(modes))]
-				setAnnotation(ctx, t, e, mode)
-				e.waitArmed(ctx, t, mode)
-				t.Logf("round %d: opt-in %q", round, mode)
-			case 2:
-				e.stop()
-				e.start(ctx, t, opts)
-				t.Logf("round %d: controller restarted", round)
-			case 3:
-				w := e.widgets[rng.Intn(len(e.widgets))]
-				setFinalizers(ctx, t, e, w, append(live(ctx, t, e, w).GetFinalizers(), foreignFinalizer))
-				t.Logf("round %d: foreign finalizer on Widget %s/%s", round, w.GetNamespace(), w.GetName())
-			}
-		}
-		if broken {
-			w := e.widgets[0]
-			setFinalizers(ctx, t, e, w, append(live(ctx, t, e, w).GetFinalizers(), foreignFinalizer))
-		}
-		// Invariant 2: nothing was deleted while the ClusterExtension was installed (a barrier Widget
-		// orders the record with this step).
-		n++
-		barrier := e.createWidget(ctx, t, "team-b", fmt.Sprintf("barrier%d", n))
-		e.widgets = append(e.widgets, barrier)
-		if err := rec.Barrier(ctx, "team-b", barrier.GetName(), 0); err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range rec.Since(seen) {
-			violations = append(violations, fmt.Sprintf("round %d: Widget %s deleted while its ClusterExtension was installed (finalizers %v)", round, d, d.Finalizers))
-		}
-		policy := []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground}[rng.Intn(2)]
-		if broken || mode == extensioncleanup.ModeOrphan {
-			// orphan with foreground deletion is not guaranteed (docs/olm-v1.md): the GC strips the
-			// ClusterExtension's reference and operator-controller's next reconcile can hand the CRD back.
-			policy = metav1.DeletePropagationBackground
-		}
-		e.deleteCE(ctx, t, policy)
-		if !broken && mode != "" && rng.Intn(4) == 0 {
-			time.Sleep(200 * time.Millisecond)
-			if e.optOutIfThere(ctx, t) { // an orphan uninstall is often over by now
-				mode = ""
-				t.Logf("round %d: opted out in the middle of the uninstall", round)
-			}
-		}
-		t.Logf("round %d: ClusterExtension deleted (%s), opt-in %q", round, policy, mode)
-		violations = append(violations, e.judgeUninstall(ctx, t, round, mode)...)
-		rec.Stop()
-		if round < rounds-1 {
-			mode = modes[rng.Intn(len(modes))]
-			e.reinstall(ctx, t, mode)
-			t.Logf("round %d: installed again, opt-in %q", round, mode)
+		keep[n] = true
+	}
+	var out []lifecycleOp
+	for _, o := range ops {
+		if keep[o.Step] {
+			out = append(out, o)
 		}
 	}
-	return violations
+	return out
 }
 
 // judgeUninstall follows the uninstall until the ClusterExtension is gone (removing the foreign
 // finalizers once it had 2 s to show it waits for them) and checks invariant 4 at the moment it goes,
 // then what each opt-in leaves behind.
-func (e *env) judgeUninstall(ctx context.Context, t *testing.T, round int, mode string) []string {
+func (e *env) judgeUninstall(ctx context.Context, t *testing.T, step int, mode string) []string {
 	var v []string
 	start := time.Now()
 	foreignRemoved := false
@@ -168,14 +163,14 @@ func (e *env) judgeUninstall(ctx context.Context, t *testing.T, round int, mode 
 		if mode == extensioncleanup.ModeDeleteOperands {
 			for _, w := range e.widgets {
 				if l := live(ctx, t, e, w); l != nil {
-					v = append(v, fmt.Sprintf("round %d: ClusterExtension released while Widget %s/%s is pending (finalizers %v)", round, w.GetNamespace(), w.GetName(), l.GetFinalizers()))
+					v = append(v, fmt.Sprintf("step %d: ClusterExtension released while Widget %s/%s is pending (finalizers %v)", step, w.GetNamespace(), w.GetName(), l.GetFinalizers()))
 				}
 			}
 		}
 		return true, ""
 	}, intervals.Every(50*time.Millisecond))
 	if err != nil {
-		t.Fatalf("round %d: the ClusterExtension to go: %v", round, err)
+		t.Fatalf("step %d: the ClusterExtension to go: %v", step, err)
 	}
 	e.removeForeign(ctx, t)
 	e.waitSettled(ctx, t, start)
@@ -187,17 +182,17 @@ func (e *env) judgeUninstall(ctx context.Context, t *testing.T, round int, mode 
 		}
 		for _, vd := range verdicts {
 			if vd.Verdict != olmv1.Finalized {
-				v = append(v, fmt.Sprintf("round %d: Widget %s/%s %s after an ordered uninstall", round, vd.Namespace, vd.Name, vd.Verdict))
+				v = append(v, fmt.Sprintf("step %d: Widget %s/%s %s after an ordered uninstall", step, vd.Namespace, vd.Name, vd.Verdict))
 			}
 		}
 		e.widgets = nil
 	case extensioncleanup.ModeOrphan:
 		if crd := e.crd(ctx, t); crd == nil || crd.DeletionTimestamp != nil {
-			v = append(v, fmt.Sprintf("round %d: CRD %s not kept by an orphan uninstall", round, widgetCRD))
+			v = append(v, fmt.Sprintf("step %d: CRD %s not kept by an orphan uninstall", step, widgetCRD))
 		}
 		for _, w := range e.widgets {
 			if l := live(ctx, t, e, w); l == nil || l.GetDeletionTimestamp() != nil {
-				v = append(v, fmt.Sprintf("round %d: Widget %s/%s deleted by an orphan uninstall", round, w.GetNamespace(), w.GetName()))
+				v = append(v, fmt.Sprintf("step %d: Widget %s/%s deleted by an orphan uninstall", step, w.GetNamespace(), w.GetName()))
 			}
 		}
 	default:
@@ -277,7 +272,8 @@ func (e *env) removeForeign(ctx context.Context, t *testing.T) {
 // reinstall creates the ClusterExtension again with mode and waits for the operator, then two Widgets.
 func (e *env) reinstall(ctx context.Context, t *testing.T, mode string) {
 	t.Helper()
-	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", "0.1.0")
+	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", versions[0])
+	e.version = versions[0]
 	if mode != "" {
 		e.ce.SetAnnotations(map[string]string{extensioncleanup.UninstallAnnotation: mode})
 	}

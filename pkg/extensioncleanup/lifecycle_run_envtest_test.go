@@ -1,0 +1,182 @@
+package extensioncleanup_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/deletions"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
+)
+
+// lifecycleRun executes an operation list on a fresh install and collects the violations of the
+// invariants of doc.go it can see.
+type lifecycleRun struct {
+	t          *testing.T
+	e          *env
+	opts       extensioncleanup.Options
+	mode       string // the opt-in in force
+	installed  bool
+	rec        *deletions.Recorder // every Widget deletion since the last install
+	seen       int                 // deletions of rec already judged
+	n          int                 // names of created Widgets
+	taken      map[types.UID]bool  // Widgets a terminating namespace took
+	violations []string
+}
+
+// runLifecycle installs the extension with mode on a fresh environment, runs ops and returns the
+// violations. broken: the early-release variant's waits (a longer foreign hold).
+func runLifecycle(t *testing.T, mode string, ops []lifecycleOp, broken bool) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute+time.Duration(len(ops))*40*time.Second)
+	defer cancel()
+	opts := fast
+	opts.OrphanGrace = 2 * time.Second
+	r := &lifecycleRun{t: t, opts: opts, mode: mode, installed: true, taken: map[types.UID]bool{}}
+	r.e = setup(ctx, t, mode, opts)
+	if broken {
+		// The early release comes once a pass has deleted the CRs, which a loaded machine may delay past
+		// the default hold: the foreign finalizer stays until the ClusterExtension is gone (or half the wait).
+		r.e.foreignHold = intervals.Get(intervals.GarbageCollecting) / 2
+	}
+	r.record(ctx)
+	for _, o := range ops {
+		if r.do(ctx, o) {
+			t.Logf("done: %s (opt-in %q, version %s)", o, r.mode, r.e.version)
+		} else {
+			t.Logf("skipped: %s (its precondition does not hold)", o)
+		}
+	}
+	if r.installed {
+		r.checkNothingDeleted(ctx, "the end of the run")
+		r.rec.Stop()
+	}
+	return r.violations
+}
+
+func (r *lifecycleRun) violate(format string, args ...any) {
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+}
+
+func (r *lifecycleRun) record(ctx context.Context) {
+	rec, err := deletions.Start(ctx, r.e.p.RESTConfig(), fixturesv1alpha1.GroupVersion.WithResource("widgets"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.rec, r.seen = rec, 0
+}
+
+// do performs o and says whether it ran (false: its precondition did not hold).
+func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
+	t, e := r.t, r.e
+	switch o.Kind {
+	case opInstall:
+		if r.installed {
+			return false
+		}
+		e.reinstall(ctx, t, o.Mode)
+		r.mode, r.installed = o.Mode, true
+		r.record(ctx)
+		return true
+	case opRestart:
+		e.stop()
+		e.start(ctx, t, r.opts)
+		return true
+	}
+	if !r.installed {
+		return false
+	}
+	switch o.Kind {
+	case opWidget:
+		r.n++
+		e.widgets = append(e.widgets, e.createWidget(ctx, t, o.NS, fmt.Sprintf("x%d", r.n)))
+	case opMode:
+		setAnnotation(ctx, t, e, o.Mode)
+		e.waitArmed(ctx, t, o.Mode)
+		r.mode = o.Mode
+	case opForeign:
+		if len(e.widgets) == 0 {
+			return false
+		}
+		w := e.widgets[o.Index%len(e.widgets)]
+		l := live(ctx, t, e, w)
+		if l == nil {
+			return false
+		}
+		setFinalizers(ctx, t, e, w, append(l.GetFinalizers(), foreignFinalizer))
+	case opUpgrade:
+		to := e.next()
+		if to == "" {
+			return false
+		}
+		e.upgrade(ctx, t, to)
+		// An upgrade is no uninstall: the controller holds the upgraded objects again (Holding).
+		for _, v := range e.holdViolations(ctx, r.mode, "the upgrade to "+to) {
+			r.violate("%s", v)
+		}
+	case opRestartOC:
+		e.restartOperatorController(ctx, t)
+		// Its first reconciles patch the release's objects again (helm-operator-plugins' Reconcile): the
+		// hold must survive them.
+		time.Sleep(2 * time.Second)
+		for _, v := range e.holdViolations(ctx, r.mode, "an operator-controller restart") {
+			r.violate("%s", v)
+		}
+	case opNamespace:
+		for uid := range e.terminateNamespace(ctx, t, o.NS) {
+			r.taken[uid] = true
+		}
+	case opUninstall:
+		r.uninstall(ctx, o)
+	default:
+		t.Fatalf("unknown operation %s", o)
+	}
+	return true
+}
+
+// checkNothingDeleted: invariant 2, no Widget deleted while the ClusterExtension is installed (but those
+// of a terminating namespace, the namespace controller's). A barrier Widget orders the record with now.
+func (r *lifecycleRun) checkNothingDeleted(ctx context.Context, when string) {
+	r.n++
+	barrier := r.e.createWidget(ctx, r.t, "team-b", fmt.Sprintf("barrier%d", r.n))
+	r.e.widgets = append(r.e.widgets, barrier)
+	if err := r.rec.Barrier(ctx, "team-b", barrier.GetName(), 0); err != nil {
+		r.t.Fatal(err)
+	}
+	all := r.rec.Since(0)
+	for _, d := range all[r.seen:] {
+		if !r.taken[d.UID] {
+			r.violate("Widget %s deleted while its ClusterExtension was installed, seen before %s (finalizers %v)", d, when, d.Finalizers)
+		}
+	}
+	r.seen = len(all)
+}
+
+// uninstall deletes the ClusterExtension and judges the uninstall (judgeUninstall).
+func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
+	t, e := r.t, r.e
+	r.checkNothingDeleted(ctx, "the deletion of the ClusterExtension")
+	policy := o.Policy
+	if r.mode == extensioncleanup.ModeOrphan {
+		// orphan with foreground deletion is not guaranteed (docs/olm-v1.md): the GC strips the
+		// ClusterExtension's reference and operator-controller's next reconcile can hand the CRD back.
+		policy = metav1.DeletePropagationBackground
+	}
+	e.deleteCE(ctx, t, policy)
+	t.Logf("ClusterExtension deleted (%s), opt-in %q", policy, r.mode)
+	if o.OptOut && r.mode != "" {
+		time.Sleep(200 * time.Millisecond)
+		if e.optOutIfThere(ctx, t) { // an orphan uninstall is often over by now
+			r.mode = ""
+			t.Logf("opted out in the middle of the uninstall")
+		}
+	}
+	r.violations = append(r.violations, e.judgeUninstall(ctx, t, o.Step, r.mode)...)
+	r.rec.Stop()
+	r.installed = false
+}
