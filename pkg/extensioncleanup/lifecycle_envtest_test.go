@@ -45,8 +45,9 @@ func TestLifecycle(t *testing.T) {
 	mode, ops := generate(seed, int(rounds))
 	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
 	f := runAndShrink(t, seed, mode, ops, false, int(envInt(envLifecycleShrink, 0)))
+	f.replay = fmt.Sprintf("%s=%d %s=%d", envLifecycleSeed, seed, envLifecycleRounds, rounds)
 	if len(f.violations) > 0 {
-		t.Error(f.report(rounds))
+		t.Error(f.report())
 	}
 }
 
@@ -57,12 +58,14 @@ func TestLifecycleCatchesEarlyRelease(t *testing.T) {
 	extensioncleanup.BreakReleaseEarly(true)
 	defer extensioncleanup.BreakReleaseEarly(false)
 	mode, ops := generateBroken(1)
+	all := len(ops)
+	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
 	f := runAndShrink(t, 1, mode, ops, true, 2)
 	if len(f.original) == 0 {
 		t.Fatalf("the controller that releases before its CRs are finalized went unnoticed over:%s", formatOps(ops))
 	}
-	t.Logf("caught as expected:\n%s", f.report(0))
-	if len(f.ops) >= len(ops) {
+	t.Logf("caught as expected:\n%s", f.report())
+	if len(f.ops) >= all {
 		t.Errorf("the shrinker kept all %d operations; want fewer (the first ones are noise):%s", len(ops), formatOps(f.ops))
 	}
 }
@@ -74,12 +77,13 @@ type failure struct {
 	all, ops             []lifecycleOp // the list run first, the shortest failing one found
 	original, violations []string
 	reruns               int
+	test, replay         string // the test that replays it and its variables
 }
 
 // runAndShrink runs ops on a fresh install (a subtest: each run's control plane is stopped before the
 // next) and, on violations, re-runs shrunk lists within budget.
 func runAndShrink(t *testing.T, seed int64, mode string, ops []lifecycleOp, broken bool, budget int) failure {
-	f := failure{seed: seed, mode: mode, all: ops, ops: ops}
+	f := failure{seed: seed, mode: mode, all: ops, ops: ops, test: strings.SplitN(t.Name(), "/", 2)[0]}
 	run := func(cand []lifecycleOp) []string {
 		var v []string
 		t.Run(fmt.Sprintf("seed%d-%dops", seed, len(cand)), func(t *testing.T) {
@@ -103,18 +107,18 @@ func runAndShrink(t *testing.T, seed int64, mode string, ops []lifecycleOp, brok
 	return f
 }
 
-func (f failure) report(rounds int64) string {
-	replay := fmt.Sprintf("%s=%d", envLifecycleSeed, f.seed)
-	if rounds > 0 {
-		replay += fmt.Sprintf(" %s=%d", envLifecycleRounds, rounds)
+func (f failure) report() string {
+	prefix := ""
+	if f.replay != "" {
+		prefix = f.replay + " "
 	}
-	cmd := " go test ./pkg/extensioncleanup -run 'TestLifecycle$' -v"
+	cmd := fmt.Sprintf("go test ./pkg/extensioncleanup -run '%s$' -v", f.test)
 	// "seed N: K violations" and the "replay: " line frame the failure scripts/soak.sh extracts.
 	s := fmt.Sprintf("seed %d: %d violations (first install opted in %q):\n  %s\nthe %d operations:%s\nreplay: %s%s",
-		f.seed, len(f.original), f.mode, joinLines(f.original), len(f.all), formatOps(f.all), replay, cmd)
+		f.seed, len(f.original), f.mode, joinLines(f.original), len(f.all), formatOps(f.all), prefix, cmd)
 	if f.reruns > 0 {
-		s += fmt.Sprintf("\nshortest failing list found in %d re-runs (%d operations):%s\nits violations:\n  %s\nreplay it: %s %s=%s%s",
-			f.reruns, len(f.ops), formatOps(f.ops), joinLines(f.violations), replay, envLifecycleSteps, steps(f.ops), cmd)
+		s += fmt.Sprintf("\nshortest failing list found in %d re-runs (%d operations):%s\nits violations:\n  %s\nreplay it: %s%s=%s %s",
+			f.reruns, len(f.ops), formatOps(f.ops), joinLines(f.violations), prefix, envLifecycleSteps, steps(f.ops), cmd)
 	}
 	return s
 }
