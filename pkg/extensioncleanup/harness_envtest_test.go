@@ -48,7 +48,7 @@ const (
 	ceName     = "widget"
 )
 
-// env is widget-operator v0.1.0 installed through OLM v1 on a fresh envtest cluster, reconciled Widgets
+// env is widget-operator (v0.1.0 unless setupAt says) installed through OLM v1 on a fresh envtest cluster, reconciled Widgets
 // in two namespaces, and the ordered-uninstall controller running in the test process.
 type env struct {
 	p  *envtest.Provider
@@ -70,6 +70,12 @@ type env struct {
 // setup installs the extension with the UninstallAnnotation value mode ("" for none) and starts the
 // controller with opts, waiting until the controller has armed an opted-in extension.
 func setup(ctx context.Context, t *testing.T, mode string, opts extensioncleanup.Options) *env {
+	t.Helper()
+	return setupAt(ctx, t, mode, versions[0], opts)
+}
+
+// setupAt is setup with widget-operator at version (one of versions).
+func setupAt(ctx context.Context, t *testing.T, mode, version string, opts extensioncleanup.Options) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: an OLM v1 control plane")
@@ -129,7 +135,7 @@ func setup(ctx context.Context, t *testing.T, mode string, opts extensioncleanup
 	if err := c.Create(ctx, holder); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{p: p, c: c, m: m, depKey: types.NamespacedName{Namespace: installNS, Name: deployment}, version: versions[0]}
+	e := &env{p: p, c: c, m: m, depKey: types.NamespacedName{Namespace: installNS, Name: deployment}, version: version}
 	e.start(ctx, t, opts)
 
 	cat := olmv1.ClusterCatalog("fixtures", catalogRef)
@@ -142,7 +148,7 @@ func setup(ctx context.Context, t *testing.T, mode string, opts extensioncleanup
 	if err := olmv1.CreateInstaller(ctx, c, installNS, installer); err != nil {
 		t.Fatal(err)
 	}
-	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", versions[0])
+	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", version)
 	if mode != "" {
 		e.ce.SetAnnotations(map[string]string{extensioncleanup.UninstallAnnotation: mode})
 	}

@@ -42,9 +42,9 @@ const (
 func TestLifecycle(t *testing.T) {
 	seed := envInt(envLifecycleSeed, time.Now().UnixNano()%1_000_000)
 	rounds := envInt(envLifecycleRounds, 2)
-	mode, ops := generate(seed, int(rounds))
+	first, ops := generate(seed, int(rounds))
 	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
-	f := runAndShrink(t, seed, mode, ops, false, int(envInt(envLifecycleShrink, 0)))
+	f := runAndShrink(t, seed, first, ops, false, int(envInt(envLifecycleShrink, 0)))
 	f.replay = fmt.Sprintf("%s=%d %s=%d", envLifecycleSeed, seed, envLifecycleRounds, rounds)
 	if len(f.violations) > 0 {
 		t.Error(f.report())
@@ -57,10 +57,10 @@ func TestLifecycle(t *testing.T) {
 func TestLifecycleCatchesEarlyRelease(t *testing.T) {
 	extensioncleanup.BreakReleaseEarly(true)
 	defer extensioncleanup.BreakReleaseEarly(false)
-	mode, ops := generateBroken(1)
+	first, ops := generateBroken(1)
 	all := len(ops)
 	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
-	f := runAndShrink(t, 1, mode, ops, true, 2)
+	f := runAndShrink(t, 1, first, ops, true, 2)
 	if len(f.original) == 0 {
 		t.Fatalf("the controller that releases before its CRs are finalized went unnoticed over:%s", formatOps(ops))
 	}
@@ -73,7 +73,7 @@ func TestLifecycleCatchesEarlyRelease(t *testing.T) {
 // failure is a run's violations and what shrinking made of them.
 type failure struct {
 	seed                 int64
-	mode                 string
+	first                install
 	all, ops             []lifecycleOp // the list run first, the shortest failing one found
 	original, violations []string
 	reruns               int
@@ -82,13 +82,13 @@ type failure struct {
 
 // runAndShrink runs ops on a fresh install (a subtest: each run's control plane is stopped before the
 // next) and, on violations, re-runs shrunk lists within budget.
-func runAndShrink(t *testing.T, seed int64, mode string, ops []lifecycleOp, broken bool, budget int) failure {
-	f := failure{seed: seed, mode: mode, all: ops, ops: ops, test: strings.SplitN(t.Name(), "/", 2)[0]}
+func runAndShrink(t *testing.T, seed int64, first install, ops []lifecycleOp, broken bool, budget int) failure {
+	f := failure{seed: seed, first: first, all: ops, ops: ops, test: strings.SplitN(t.Name(), "/", 2)[0]}
 	run := func(cand []lifecycleOp) []string {
 		var v []string
 		t.Run(fmt.Sprintf("seed%d-%dops", seed, len(cand)), func(t *testing.T) {
-			t.Logf("opt-in %q, operations:%s", mode, formatOps(cand))
-			v = runLifecycle(t, mode, cand, broken)
+			t.Logf("first install %s, operations:%s", first, formatOps(cand))
+			v = runLifecycle(t, first, cand, broken)
 			for _, s := range v {
 				t.Logf("violation: %s", s)
 			}
@@ -114,8 +114,8 @@ func (f failure) report() string {
 	}
 	cmd := fmt.Sprintf("go test ./pkg/extensioncleanup -run '%s$' -v", f.test)
 	// "seed N: K violations" and the "replay: " line frame the failure scripts/soak.sh extracts.
-	s := fmt.Sprintf("seed %d: %d violations (first install opted in %q):\n  %s\nthe %d operations:%s\nreplay: %s%s",
-		f.seed, len(f.original), f.mode, joinLines(f.original), len(f.all), formatOps(f.all), prefix, cmd)
+	s := fmt.Sprintf("seed %d: %d violations (first install %s):\n  %s\nthe %d operations:%s\nreplay: %s%s",
+		f.seed, len(f.original), f.first, joinLines(f.original), len(f.all), formatOps(f.all), prefix, cmd)
 	if f.reruns > 0 {
 		s += fmt.Sprintf("\nshortest failing list found in %d re-runs (%d operations):%s\nits violations:\n  %s\nreplay it: %s%s=%s %s",
 			f.reruns, len(f.ops), formatOps(f.ops), joinLines(f.violations), prefix, envLifecycleSteps, steps(f.ops), cmd)
@@ -273,11 +273,12 @@ func (e *env) removeForeign(ctx context.Context, t *testing.T) {
 	}
 }
 
-// reinstall creates the ClusterExtension again with mode and waits for the operator, then two Widgets.
-func (e *env) reinstall(ctx context.Context, t *testing.T, mode string) {
+// reinstall creates the ClusterExtension again at version with mode and waits for the operator, then
+// two Widgets.
+func (e *env) reinstall(ctx context.Context, t *testing.T, mode, version string) {
 	t.Helper()
-	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", versions[0])
-	e.version = versions[0]
+	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", version)
+	e.version = version
 	if mode != "" {
 		e.ce.SetAnnotations(map[string]string{extensioncleanup.UninstallAnnotation: mode})
 	}

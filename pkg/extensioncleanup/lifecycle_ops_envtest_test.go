@@ -22,20 +22,26 @@ const (
 	opRestartOC opKind = "restart-operator-controller" // OLM v1's manager
 	opNamespace opKind = "terminate-namespace"         // NS deleted with its Widgets, then created again
 	opUninstall opKind = "delete-extension"            // with Policy; OptOut: the annotation removed 200 ms later
-	opInstall   opKind = "install"                     // the ClusterExtension created again with Mode
+	opInstall   opKind = "install"                     // the ClusterExtension created again at Version with Mode
 )
+
+// install is how the first install of a run is made.
+type install struct{ Mode, Version string }
+
+func (i install) String() string { return fmt.Sprintf("at %s, opt-in %q", i.Version, i.Mode) }
 
 // lifecycleOp is one generated operation. The runner skips an operation whose precondition does not
 // hold when it comes (e.g. an upgrade with nothing installed), so that any sub-list of a generated list,
 // as the shrinker makes them, runs.
 type lifecycleOp struct {
-	Step   int // position in the generated list: a replay keeps steps by it
-	Kind   opKind
-	NS     string
-	Mode   string
-	Index  int
-	Policy metav1.DeletionPropagation
-	OptOut bool
+	Step    int // position in the generated list: a replay keeps steps by it
+	Kind    opKind
+	NS      string
+	Mode    string
+	Version string
+	Index   int
+	Policy  metav1.DeletionPropagation
+	OptOut  bool
 }
 
 func (o lifecycleOp) String() string {
@@ -43,8 +49,10 @@ func (o lifecycleOp) String() string {
 	switch o.Kind {
 	case opWidget, opNamespace:
 		s += " " + o.NS
-	case opMode, opInstall:
+	case opMode:
 		s += fmt.Sprintf(" %q", o.Mode)
+	case opInstall:
+		s += fmt.Sprintf(" %s %q", o.Version, o.Mode)
 	case opForeign:
 		s += fmt.Sprintf(" #%d", o.Index)
 	case opUninstall:
@@ -78,12 +86,13 @@ var (
 	policies   = []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground}
 )
 
-// generate draws, from seed, the opt-in of the first install and rounds of: three operations on the
-// installed extension, its deletion, and (but for the last round) an install again.
-func generate(seed int64, rounds int) (string, []lifecycleOp) {
+// generate draws, from seed, the first install and rounds of: three operations on the installed
+// extension, its deletion, and (but for the last round) an install again. Installs draw a version below
+// the last, so that the upgrade that drops a CRD is one to three upgrades away.
+func generate(seed int64, rounds int) (install, []lifecycleOp) {
 	rng := rand.New(rand.NewSource(seed))
 	mode := modes[rng.Intn(len(modes))]
-	first := mode
+	first := install{Mode: mode, Version: versions[rng.Intn(len(versions)-1)]}
 	var ops []lifecycleOp
 	add := func(o lifecycleOp) { o.Step = len(ops) + 1; ops = append(ops, o) }
 	// Upgrades twice as often: three of them reach the one that drops a CRD.
@@ -106,7 +115,7 @@ func generate(seed int64, rounds int) (string, []lifecycleOp) {
 		add(lifecycleOp{Kind: opUninstall, Policy: policies[rng.Intn(len(policies))], OptOut: cur != "" && rng.Intn(4) == 0})
 		if round < rounds-1 {
 			mode = modes[rng.Intn(len(modes))]
-			add(lifecycleOp{Kind: opInstall, Mode: mode})
+			add(lifecycleOp{Kind: opInstall, Mode: mode, Version: versions[rng.Intn(len(versions)-1)]})
 		}
 	}
 	return first, ops
@@ -115,7 +124,7 @@ func generate(seed int64, rounds int) (string, []lifecycleOp) {
 // generateBroken is the list that catches a controller releasing early: operations the violation does
 // not need first (the shrinker's to drop), then a foreign finalizer on the first Widget and a background
 // deletion of the delete-operands extension.
-func generateBroken(seed int64) (string, []lifecycleOp) {
+func generateBroken(seed int64) (install, []lifecycleOp) {
 	rng := rand.New(rand.NewSource(seed))
 	var ops []lifecycleOp
 	add := func(o lifecycleOp) { o.Step = len(ops) + 1; ops = append(ops, o) }
@@ -125,5 +134,5 @@ func generateBroken(seed int64) (string, []lifecycleOp) {
 	}
 	add(lifecycleOp{Kind: opForeign, Index: 0})
 	add(lifecycleOp{Kind: opUninstall, Policy: metav1.DeletePropagationBackground})
-	return extensioncleanup.ModeDeleteOperands, ops
+	return install{Mode: extensioncleanup.ModeDeleteOperands, Version: versions[0]}, ops
 }

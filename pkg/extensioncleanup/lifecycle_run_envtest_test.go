@@ -27,18 +27,19 @@ type lifecycleRun struct {
 	seen       int                 // deletions of rec already judged
 	n          int                 // names of created Widgets
 	taken      map[types.UID]bool  // Widgets a terminating namespace took
+	byStep     map[int]lifecycleOp // a recorded deletion's step names its operation
 	violations []string
 }
 
-// runLifecycle installs the extension with mode on a fresh environment, runs ops and returns the
+// runLifecycle installs the extension as first says on a fresh environment, runs ops and returns the
 // violations. broken: the early-release variant's waits (a longer foreign hold).
-func runLifecycle(t *testing.T, mode string, ops []lifecycleOp, broken bool) []string {
+func runLifecycle(t *testing.T, first install, ops []lifecycleOp, broken bool) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute+time.Duration(len(ops))*40*time.Second)
 	defer cancel()
 	opts := fast
 	opts.OrphanGrace = 2 * time.Second
-	r := &lifecycleRun{t: t, opts: opts, mode: mode, installed: true, taken: map[types.UID]bool{}}
-	r.e = setup(ctx, t, mode, opts)
+	r := &lifecycleRun{t: t, opts: opts, mode: first.Mode, installed: true, taken: map[types.UID]bool{}, byStep: map[int]lifecycleOp{}}
+	r.e = setupAt(ctx, t, first.Mode, first.Version, opts)
 	if broken {
 		// The early release comes once a pass has deleted the CRs, which a loaded machine may delay past
 		// the default hold: the foreign finalizer stays until the ClusterExtension is gone (or half the wait).
@@ -46,6 +47,10 @@ func runLifecycle(t *testing.T, mode string, ops []lifecycleOp, broken bool) []s
 	}
 	r.record(ctx)
 	for _, o := range ops {
+		r.byStep[o.Step] = o
+		if r.installed {
+			r.rec.Stamp(o.Step)
+		}
 		if r.do(ctx, o) {
 			t.Logf("done: %s (opt-in %q, version %s)", o, r.mode, r.e.version)
 		} else {
@@ -79,7 +84,7 @@ func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
 		if r.installed {
 			return false
 		}
-		e.reinstall(ctx, t, o.Mode)
+		e.reinstall(ctx, t, o.Mode, o.Version)
 		r.mode, r.installed = o.Mode, true
 		r.record(ctx)
 		return true
@@ -151,7 +156,11 @@ func (r *lifecycleRun) checkNothingDeleted(ctx context.Context, when string) {
 	all := r.rec.Since(0)
 	for _, d := range all[r.seen:] {
 		if !r.taken[d.UID] {
-			r.violate("Widget %s deleted while its ClusterExtension was installed, seen before %s (finalizers %v)", d, when, d.Finalizers)
+			during := "the install"
+			if o, ok := r.byStep[d.Step]; ok {
+				during = "step " + o.String()
+			}
+			r.violate("Widget %s deleted while its ClusterExtension was installed: seen during %s, before %s (finalizers %v)", d, during, when, d.Finalizers)
 		}
 	}
 	r.seen = len(all)
