@@ -201,8 +201,10 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 		return r.verifyLive(ctx, ce, p)
 	}}
 	res, err := r.runner.Run(ctx, p, v)
-	if brokenReleaseEarly.Load() && err == nil && res.Deleted > 0 {
-		// A deliberately broken controller (tests only): lets the operator go as soon as the CRs are deleted.
+	if brokenReleaseEarly.Load() && err == nil {
+		// A deliberately broken controller (tests only): lets the operator go after the first pass that
+		// completes, its CRs deleted but not finalized. Not "a pass that deleted": a pass stopped by
+		// ErrPlanChanged after its Deletes went out counts none, and the next one finds them all deleting.
 		return ctrl.Result{}, r.finish(ctx, ce, holder.UID, false, ReasonCompleted, "released early (broken for a test)")
 	}
 	if errors.Is(err, cleanuppass.ErrPlanChanged) {
@@ -236,7 +238,7 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 	return ctrl.Result{RequeueAfter: r.opts.PollInterval}, r.setCondition(ctx, ce, reason, msg)
 }
 
-// brokenReleaseEarly makes the controller release as soon as a pass deleted CRs, before they are
+// brokenReleaseEarly makes the controller release after its first complete pass, before the CRs are
 // finalized: the lifecycle test must catch it (set only by tests, export_test.go).
 var brokenReleaseEarly atomic.Bool
 
