@@ -91,13 +91,16 @@ func usedAPIs(in OperandCleanupSpecInput) ([]string, error) {
 // Environment.APIs.LockAPIs, so that no AllNamespaces cleanup deletes its objects meanwhile. Required
 // kinds count: an operator makes objects of the kinds it requires (gizmo-operator a Widget per Gizmo),
 // and an AllNamespaces cleanup of the operator owning them deletes them too (a flake hunt caught
-// e2e/cleanup's gizmo spec losing its Widgets so).
+// e2e/cleanup's gizmo spec losing its Widgets so), and so do those a WithoutRequiredAPIs variant dropped.
 func apisOf(bundleDirs ...string) ([]string, error) {
 	var apis []string
 	for _, dir := range bundleDirs {
 		b, err := bundle.Load(dir)
 		if err != nil {
 			return nil, err
+		}
+		if dropped := b.CSV.Annotations[DroppedRequiredAPIsAnnotation]; dropped != "" {
+			apis = append(apis, strings.Split(dropped, ",")...)
 		}
 		crds := b.CSV.Spec.CustomResourceDefinitions
 		for _, f := range []struct {

@@ -3,6 +3,7 @@ package specs
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,14 +81,46 @@ func crdConditions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 // content in the user's cache directory. OLM v1 (v1.2.0) resolves no dependencies and refuses a bundle
 // that declares one: this is the bundle of a team that installs the provider of those APIs first, for
 // the OLM v1 cases. The OLM v0 cases want the bundle as published.
+//
+// The CSV keeps the dropped kinds in the annotation DroppedRequiredAPIsAnnotation: the operator still
+// makes objects of them, so a spec on a shared cluster holds those APIs too.
 func WithoutRequiredAPIs(bundleDir string) (string, error) {
-	return bundleVariant(bundleDir, "bundles-without-required-apis", func(data []byte) ([]byte, int, error) {
+	// The cache name changes whenever what the rewrite writes does: a variant cached by another
+	// rewrite of the same bundle is never reused.
+	return bundleVariant(bundleDir, "bundles-without-required-apis-annotated", func(data []byte) ([]byte, int, error) {
 		return rewriteCSVs(data, func(csv map[string]any) error {
+			required, _, err := unstructured.NestedSlice(csv, "spec", "customresourcedefinitions", "required")
+			if err != nil {
+				return err
+			}
+			var kinds []string
+			for _, r := range required {
+				m, _ := r.(map[string]any)
+				name, _ := m["name"].(string)
+				kind, _ := m["kind"].(string)
+				if _, group, ok := strings.Cut(name, "."); ok && kind != "" {
+					kinds = append(kinds, strings.ToLower(kind)+"."+group)
+				}
+			}
+			if len(kinds) > 0 {
+				annotations, _, _ := unstructured.NestedStringMap(csv, "metadata", "annotations")
+				if annotations == nil {
+					annotations = map[string]string{}
+				}
+				annotations[DroppedRequiredAPIsAnnotation] = strings.Join(kinds, ",")
+				if err := unstructured.SetNestedStringMap(csv, annotations, "metadata", "annotations"); err != nil {
+					return err
+				}
+			}
 			unstructured.RemoveNestedField(csv, "spec", "customresourcedefinitions", "required")
 			return nil
 		})
 	})
 }
+
+// DroppedRequiredAPIsAnnotation on the CSV of a WithoutRequiredAPIs variant lists the kinds it required
+// (kind.group, lower case, comma-separated).
+const DroppedRequiredAPIsAnnotation = "cleanup-e2e.io/dropped-required-apis"
 
 // MustWithoutRequiredAPIs is WithoutRequiredAPIs for a spec input built at package level; it panics
 // with the error.

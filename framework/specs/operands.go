@@ -41,7 +41,8 @@ func createSamples(ctx context.Context, g gomega.Gomega, c client.Client, create
 				obj.SetNamespace("")
 				obj.SetName(obj.GetName() + "-" + ns)
 			}
-			g.Expect(readable(create(ctx, obj))).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
+			err = explainCRDTerminating(ctx, c, obj.GroupVersionKind(), create(ctx, obj))
+			g.Expect(readable(err)).To(Succeed(), "create sample %s %s", obj.GetKind(), describeKey(obj))
 			ops.items = append(ops.items, obj)
 		}
 	}
