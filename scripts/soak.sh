@@ -141,7 +141,7 @@ lifecycle_failure() {
 # "replay: ..." line.
 ext_run() {
   (cd pkg/extensioncleanup &&
-    CLEANUP_E2E_EXT_LIFECYCLE_SEED=$2 CLEANUP_E2E_EXT_LIFECYCLE_ROUNDS=$ext_rounds \
+    CLEANUP_E2E_EXT_LIFECYCLE_SEED=$2 CLEANUP_E2E_EXT_LIFECYCLE_ROUNDS=$ext_rounds CLEANUP_E2E_EXT_LIFECYCLE_SHRINK=6 \
       "$bin/extensioncleanup.test" -test.run '^TestLifecycle$' -test.v -test.timeout "$(chunk_timeout)") >"$4" 2>&1 &&
     ran "$4" '^--- PASS: TestLifecycle '
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cleanup-e2e/cleanup-e2e/internal/shrink"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -38,9 +40,9 @@ type lifecycleResult struct {
 }
 
 // runSequences runs n sequences of length steps from base, stopping at the first that violates an
-// invariant (shrunk with up to shrink re-runs). settles tells, from a sequence's seed, whether the
+// invariant (shrunk with up to shrinkBudget re-runs). settles tells, from a sequence's seed, whether the
 // sequence waits for the controller after each operation (lifecycle_settle_test.go) or races it.
-func runSequences(base int64, n, steps, shrink int, settles func(seed int64) bool) lifecycleResult {
+func runSequences(base int64, n, steps, shrinkBudget int, settles func(seed int64) bool) lifecycleResult {
 	res := lifecycleResult{}
 	for i := 0; i < n; i++ {
 		seed := base + int64(i)
@@ -54,7 +56,7 @@ func runSequences(base int64, n, steps, shrink int, settles func(seed int64) boo
 		if v := newLifecycleRun(seed, mode, settle).run(ops); len(v) > 0 {
 			res.seed, res.mode, res.settled = seed, mode, settle
 			res.original = v
-			res.ops, res.violations = shrinkSequence(seed, mode, settle, ops, v, shrink)
+			res.ops, res.violations = shrinkSequence(seed, mode, settle, ops, v, shrinkBudget)
 			return res
 		}
 	}
@@ -66,21 +68,11 @@ func oddSeedsSettle(seed int64) bool { return seed%2 != 0 }
 
 func alwaysSettle(int64) bool { return true }
 
-// shrinkSequence removes chunks of operations (halves, quarters, ... single ones) as long as the rest
-// still violates an invariant, within budget re-runs. It returns the shortest failing sequence found.
+// shrinkSequence is the shortest failing sequence internal/shrink finds within budget re-runs.
 func shrinkSequence(seed int64, mode string, settle bool, ops []lifecycleOp, violations []string, budget int) ([]lifecycleOp, []string) {
-	for size := len(ops) / 2; size >= 1 && budget > 0; size /= 2 {
-		for i := 0; i+size <= len(ops) && budget > 0; {
-			cand := append(append([]lifecycleOp(nil), ops[:i]...), ops[i+size:]...)
-			budget--
-			if v := newLifecycleRun(seed, mode, settle).run(cand); len(v) > 0 {
-				ops, violations = cand, v
-				continue
-			}
-			i += size
-		}
-	}
-	return ops, violations
+	return shrink.Chunks(ops, violations, budget, func(cand []lifecycleOp) []string {
+		return newLifecycleRun(seed, mode, settle).run(cand)
+	})
 }
 
 func (res lifecycleResult) failure() string {
@@ -97,9 +89,9 @@ func (res lifecycleResult) failure() string {
 var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
 	It("keeps every safety invariant over random install, upgrade, toggle, delete, retarget and restart sequences", func() {
 		base := envInt(envSeed, time.Now().UnixNano()%1_000_000)
-		n, steps, shrink := int(envInt(envSequences, 6)), int(envInt(envSteps, 18)), int(envInt(envShrink, 12))
+		n, steps, shrinkBudget := int(envInt(envSequences, 6)), int(envInt(envSteps, 18)), int(envInt(envShrink, 12))
 		start := time.Now()
-		res := runSequences(base, n, steps, shrink, oddSeedsSettle)
+		res := runSequences(base, n, steps, shrinkBudget, oddSeedsSettle)
 		AddReportEntry("lifecycle", fmt.Sprintf("seed %d: %d sequences (odd seeds settled), %d operations checked in %s", base, res.sequences, res.steps, time.Since(start).Round(time.Second)))
 		GinkgoWriter.Printf("lifecycle: seed %d, %d sequences, %d operations checked\n", base, res.sequences, res.steps)
 		Expect(res.violations).To(BeEmpty(), res.failure())
