@@ -40,6 +40,9 @@ type Config struct {
 // Managers are running catalogd and operator-controller processes.
 type Managers struct {
 	Catalogd, OperatorController *process.Process
+	// How operator-controller was started, for RestartOperatorController.
+	ocSpec  process.Spec
+	ocProbe string
 }
 
 // Start installs the CRDs and SystemNamespace when missing, then starts catalogd and
@@ -122,14 +125,16 @@ func Start(ctx context.Context, cfg Config) (_ *Managers, err error) {
 	if err != nil {
 		return nil, err
 	}
-	m.OperatorController, err = process.Start(process.Spec{Name: "operator-controller", Path: ocBin, Env: env, Dir: dir,
+	m.ocSpec = process.Spec{Name: "operator-controller", Path: ocBin, Env: env, Dir: dir,
 		LogPath: filepath.Join(logs, "operator-controller.log"),
 		Args: []string{
 			"--cache-path=" + filepath.Join(dir, "operator-controller-cache"),
 			"--system-namespace=" + SystemNamespace,
 			"--catalogd-cas-dir=" + tls.caDir,
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ocProbe),
-		}})
+		}}
+	m.ocProbe = fmt.Sprintf("http://127.0.0.1:%d/readyz", ocProbe)
+	m.OperatorController, err = process.Start(m.ocSpec)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +150,24 @@ func Start(ctx context.Context, cfg Config) (_ *Managers, err error) {
 		}
 	}
 	return m, nil
+}
+
+// RestartOperatorController stops operator-controller (SIGTERM, then SIGKILL after 10 s) and starts it
+// again as Start did, its log appended, and returns once it answers its readiness probe: a restart in
+// the middle of an install, upgrade or uninstall, as a rollout of operator-controller makes one.
+func (m *Managers) RestartOperatorController(ctx context.Context) error {
+	_ = m.OperatorController.Stop(10 * time.Second) // stopped by the signal: an exit status, not a failure
+	spec := m.ocSpec
+	spec.Append = true
+	p, err := process.Start(spec)
+	if err != nil {
+		return fmt.Errorf("restart operator-controller: %w", err)
+	}
+	m.OperatorController = p
+	wctx, cancel := context.WithTimeout(ctx, intervals.Get(intervals.OLMReady))
+	defer cancel()
+	return p.WaitFor(wctx, "operator-controller to answer "+m.ocProbe+" after its restart", intervals.Poll,
+		func(ctx context.Context) bool { return httpOK(ctx, m.ocProbe) })
 }
 
 // Stop stops both managers (SIGTERM, then SIGKILL after 10 s).

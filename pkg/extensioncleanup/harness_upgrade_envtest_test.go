@@ -3,12 +3,10 @@ package extensioncleanup_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +22,6 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
@@ -187,55 +184,11 @@ func describeCond(c *metav1.Condition) string {
 	return fmt.Sprintf("%s=%s %s: %.200s", c.Type, c.Status, c.Reason, c.Message)
 }
 
-// restartOperatorController stops operator-controller and starts it again with the same command line,
-// environment and directory (read from /proc: framework/olmv1 starts it once), its log appended, and
-// waits for its readiness probe.
+// restartOperatorController restarts operator-controller in the middle of whatever it is doing.
 func (e *env) restartOperatorController(ctx context.Context, t *testing.T) {
 	t.Helper()
-	old := e.m.OperatorController
-	proc := fmt.Sprintf("/proc/%d/", old.Pid())
-	cmdline, err := os.ReadFile(proc + "cmdline")
-	if err != nil {
+	if err := e.m.RestartOperatorController(ctx); err != nil {
 		t.Fatal(err)
-	}
-	environ, err := os.ReadFile(proc + "environ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.Readlink(proc + "cwd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	probe := ""
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--health-probe-bind-address="); ok {
-			probe = "http://" + v + "/readyz"
-		}
-	}
-	if err := old.Stop(10 * time.Second); err != nil {
-		t.Logf("operator-controller stopped: %v", err)
-	}
-	p, err := process.Start(process.Spec{Name: old.Name, Path: args[0], Args: args[1:], Dir: dir, Isolated: true,
-		Env: strings.Split(strings.TrimRight(string(environ), "\x00"), "\x00"), LogPath: old.LogPath, Append: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.m.OperatorController = p
-	err = p.WaitFor(ctx, "operator-controller to answer "+probe, intervals.Poll, func(ctx context.Context) bool {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
-		if err != nil {
-			return false
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	if err != nil {
-		t.Fatalf("operator-controller restarted: %v", err)
 	}
 }
 
