@@ -34,6 +34,13 @@ type Plan interface {
 	AllCount(gk schema.GroupKind, namespace string) bool
 }
 
+// WaitOnly is implemented by a Plan with kinds whose objects count but are never deleted by a pass
+// (their CRD is being deleted: the API server deletes them): found, each is treated as being deleted
+// already, waited for and never sent a Delete.
+type WaitOnly interface {
+	WaitsOnly(gk schema.GroupKind) bool
+}
+
 // Object is one object found by a pass (metadata only).
 type Object struct {
 	GVK        schema.GroupVersionKind

@@ -195,6 +195,9 @@ func (r *Runner) listPages(ctx context.Context, p Plan, out chan<- page) {
 					if !p.Counts(gk, m.Namespace, deleting) {
 						continue
 					}
+					if w, ok := p.(WaitOnly); ok && w.WaitsOnly(gk) {
+						deleting = true
+					}
 					// One being deleted is only waited for; DeletePage re-checks each against the live plan.
 					ops = append(ops, Object{GVK: t.GVK, Namespace: m.Namespace, Name: m.Name, UID: m.UID,
 						Deleting: deleting, Finalizers: m.Finalizers})

@@ -55,14 +55,15 @@
 //
 //  1. A CR is deleted only by a pass of a ClusterExtension X that, read from the API server at most 1 s
 //     before the Delete, exists with the same UID, is being deleted, carries Finalizer and is opted in
-//     with delete-operands; the CR's kind is one of X's CRDs, not being deleted, that no other ClusterExtension
-//     references and no OLM v0 CSV owns or requires (those are left and named in the condition); its namespace is one X's
-//     operator watches (cluster-scoped only for an operator watching all namespaces); it is the very object
-//     listed (UID precondition).
+//     with delete-operands; the CR's kind is one of X's CRDs, not being deleted, that no other
+//     ClusterExtension references and no OLM v0 CSV owns or requires (those are left and named in the
+//     condition); its namespace is one X's operator watches (cluster-scoped only for an operator watching
+//     all namespaces); it is the very object listed (UID precondition).
 //  2. Nothing is deleted for a ClusterExtension that is not being deleted: an upgrade that drops a CRD is
 //     helm's own Delete (the holder's reference does not stop an explicit Delete), and the CRD's CRs are
-//     left to it: a CRD being deleted is out of every later plan, so an uninstall neither waits on nor
-//     deletes its CRs.
+//     left to it: the CRs of a CRD being deleted are never deleted by this controller, but an uninstall
+//     waits for them (in the operator's namespaces) like for any other, so that the operator is not let
+//     go while it still has them to finalize (a foreign finalizer on one stalls it, explained).
 //  3. No Delete goes out while none of X's Deployments has an available replica: the condition says
 //     OperatorNotRunning or OperatorGone, naming the Deployment, and a Warning event repeats it.
 //  4. The operator is let go (holds released, Finalizer removed) only after a pass found nothing pending

@@ -22,13 +22,21 @@ type plan struct {
 	types []cleanuppass.Type
 	// allowed maps every cleanable GroupKind to whether it is namespaced.
 	allowed map[schema.GroupKind]bool
+	// waited maps the GroupKinds of the extension's CRDs being deleted (an upgrade dropped them, or a
+	// user deleted them) to whether they are namespaced: the API server deletes their CRs, never this
+	// controller, but they keep the uninstall pending like any other, so that their operator is not let
+	// go while it still has them to finalize.
+	waited map[schema.GroupKind]bool
 	// all: the operator watches every namespace; else namespaces.
 	all        bool
 	namespaces []string
 	notes      []string
 }
 
-var _ cleanuppass.Plan = (*plan)(nil)
+var (
+	_ cleanuppass.Plan     = (*plan)(nil)
+	_ cleanuppass.WaitOnly = (*plan)(nil)
+)
 
 func (p *plan) Types() []cleanuppass.Type { return p.types }
 
@@ -54,10 +62,18 @@ func (p *plan) watches(ns string) bool {
 // Allows: a kind the extension owns, in a namespace its operator watches (cluster-scoped kinds only for
 // an operator watching all namespaces).
 func (p *plan) Allows(gk schema.GroupKind, ns string) error {
+	if _, ok := p.waited[gk]; ok {
+		return fmt.Errorf("the CRD of %s is being deleted: the API server deletes its CRs, this controller only waits for them", gk)
+	}
 	namespaced, ok := p.allowed[gk]
 	if !ok {
 		return fmt.Errorf("%s is not a kind this ClusterExtension alone owns", gk)
 	}
+	return p.inScope(gk, namespaced, ns)
+}
+
+// inScope: a namespace the operator watches, or cluster-scoped for an operator watching all namespaces.
+func (p *plan) inScope(gk schema.GroupKind, namespaced bool, ns string) error {
 	if !namespaced {
 		if ns != "" || !p.all {
 			return fmt.Errorf("cluster-scoped %s is cleaned up only for an operator watching all namespaces", gk)
@@ -70,11 +86,23 @@ func (p *plan) Allows(gk schema.GroupKind, ns string) error {
 	return nil
 }
 
-func (p *plan) Counts(gk schema.GroupKind, ns string, _ bool) bool { return p.Allows(gk, ns) == nil }
-func (p *plan) Skips(schema.GroupKind, string) bool                { return false }
+// WaitsOnly: the kinds of CRDs being deleted (cleanuppass.WaitOnly).
+func (p *plan) WaitsOnly(gk schema.GroupKind) bool {
+	_, ok := p.waited[gk]
+	return ok
+}
+
+func (p *plan) Counts(gk schema.GroupKind, ns string, _ bool) bool {
+	if namespaced, ok := p.waited[gk]; ok {
+		return p.inScope(gk, namespaced, ns) == nil
+	}
+	return p.Allows(gk, ns) == nil
+}
+func (p *plan) Skips(schema.GroupKind, string) bool { return false }
 func (p *plan) AllCount(gk schema.GroupKind, ns string) bool {
 	_, ok := p.allowed[gk]
-	return ok && (p.all || (ns != "" && p.watches(ns)))
+	_, waited := p.waited[gk]
+	return (ok || waited) && (p.all || (ns != "" && p.watches(ns)))
 }
 
 func (p *plan) scope() string {
@@ -90,6 +118,9 @@ func (p *plan) key() string {
 	for gk, ns := range p.allowed {
 		gks = append(gks, fmt.Sprintf("%s:%t", gk, ns))
 	}
+	for gk, ns := range p.waited {
+		gks = append(gks, fmt.Sprintf("%s:%t:waited", gk, ns))
+	}
 	sort.Strings(gks)
 	return strings.Join(gks, ";") + "|" + p.scope()
 }
@@ -99,7 +130,7 @@ func (p *plan) key() string {
 // absent: all namespaces, v1.2.0's default). A CRD another ClusterExtension or an OLM v0 CSV also
 // claims is left out and named in the notes.
 func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (*plan, error) {
-	p := &plan{allowed: map[schema.GroupKind]bool{}, all: true}
+	p := &plan{allowed: map[schema.GroupKind]bool{}, waited: map[schema.GroupKind]bool{}, all: true}
 	deps, err := r.installed(ctx, ce, holderUID, deploymentGVK)
 	if err != nil {
 		return nil, err
@@ -133,7 +164,7 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	var shared, skipped []string
+	var shared, skipped, waited []string
 	for _, m := range crds {
 		if ownedByOtherExtension(m, ce) {
 			shared = append(shared, m.Name+" (another ClusterExtension)")
@@ -147,13 +178,6 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 		if err := r.live.Get(ctx, types.NamespacedName{Name: m.Name}, crd); err != nil {
 			return nil, fmt.Errorf("reading CRD %s: %w", m.Name, err)
 		}
-		if crd.DeletionTimestamp != nil {
-			// Not the extension's any more: an upgrade that dropped it (helm's Delete) or a user deleted
-			// it; the API server's CRD finalizer deletes its CRs, and an uninstall must neither wait on
-			// them nor delete them.
-			skipped = append(skipped, m.Name+" (being deleted)")
-			continue
-		}
 		version := servedVersion(crd)
 		if version == "" {
 			skipped = append(skipped, m.Name)
@@ -165,13 +189,21 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 			skipped = append(skipped, m.Name+" (cluster-scoped, operator not watching all namespaces)")
 			continue
 		}
-		p.allowed[gk] = namespaced
+		if crd.DeletionTimestamp != nil {
+			p.waited[gk] = namespaced
+			waited = append(waited, m.Name)
+		} else {
+			p.allowed[gk] = namespaced
+		}
 		p.types = append(p.types, cleanuppass.Type{GVK: gk.WithVersion(version), Namespaced: namespaced})
 	}
 	sort.Slice(p.types, func(i, j int) bool { return p.types[i].GVK.String() < p.types[j].GVK.String() })
 	if len(shared) > 0 {
 		sort.Strings(shared)
 		p.notes = append(p.notes, "CRDs also claimed elsewhere, their CRs left in place: "+strings.Join(shared, ", "))
+	}
+	if len(waited) > 0 {
+		p.notes = append(p.notes, "CRDs being deleted, their CRs waited for (the API server deletes them): "+strings.Join(waited, ", "))
 	}
 	if len(skipped) > 0 {
 		sort.Strings(skipped)

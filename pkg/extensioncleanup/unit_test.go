@@ -66,3 +66,29 @@ func TestPlanAllows(t *testing.T) {
 		t.Error("the refusal names the watched namespaces")
 	}
 }
+
+// A kind whose CRD is being deleted is waited for in the operator's namespaces, never deleted, and a
+// plan that gains one differs in key (the verification before Deletes then stops the pass).
+func TestPlanWaitsForKindsOfCRDsBeingDeleted(t *testing.T) {
+	widget := schema.GroupKind{Group: "fixtures.cleanup-e2e.io", Kind: "Widget"}
+	class := schema.GroupKind{Group: "fixtures.cleanup-e2e.io", Kind: "WidgetClass"}
+	before := &plan{allowed: map[schema.GroupKind]bool{widget: true, class: false}, waited: map[schema.GroupKind]bool{}, namespaces: []string{"team-a"}}
+	p := &plan{allowed: map[schema.GroupKind]bool{widget: true}, waited: map[schema.GroupKind]bool{class: true}, namespaces: []string{"team-a"}}
+	if err := p.Allows(class, "team-a"); err == nil || !strings.Contains(err.Error(), "being deleted") {
+		t.Errorf("Allows(%s) = %v; want a refusal saying its CRD is being deleted", class, err)
+	}
+	if !p.WaitsOnly(class) || p.WaitsOnly(widget) {
+		t.Error("WaitsOnly must be true for the kind of a CRD being deleted only")
+	}
+	for _, deleting := range []bool{false, true} {
+		if !p.Counts(class, "team-a", deleting) || p.Counts(class, "team-b", deleting) {
+			t.Errorf("Counts(%s, deleting=%t): want it pending in the watched namespace team-a only", class, deleting)
+		}
+	}
+	if !p.AllCount(class, "team-a") {
+		t.Error("AllCount: every object of a waited kind in a watched namespace counts")
+	}
+	if before.key() == p.key() {
+		t.Error("a CRD starting to be deleted must change the plan's key")
+	}
+}
