@@ -45,6 +45,13 @@ func waitForCSVPhase(ctx context.Context, c client.Client, logs PodLogs, key typ
 		return false, fmt.Sprintf("CSV %s wants phase %s: %s", key, phase, DescribeCSV(csv))
 	}, explainOperator(c, logs, csv), intervals.Within(timeout))
 	if err != nil {
+		// The timeout may come before the periodic check saw the last exits: the verdict names the crash loop.
+		if csv.Name != "" {
+			if v := CrashLooping(ctx, c, logs, csv); v != "" {
+				return nil, fmt.Errorf("CSV %s did not reach phase %s within %s: its operator is crash-looping: %s. Fix what it logged; "+
+					"every run's whole log is in the failed spec's artifacts", key, phase, timeout, v)
+			}
+		}
 		return nil, err
 	}
 	if crashing != "" {
