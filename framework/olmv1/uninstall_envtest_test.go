@@ -3,7 +3,6 @@ package olmv1_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -18,15 +17,12 @@ import (
 
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 
-	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/olmv1fixtures"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 )
 
 const (
@@ -140,60 +136,20 @@ func install(ctx context.Context, t *testing.T) installed {
 // catalog is created: a test replaces a bundle image there (e.g. a CRD marked helm.sh/resource-policy: keep).
 func installWith(ctx context.Context, t *testing.T, afterPush func(context.Context, *olmv1.Registry) error) installed {
 	t.Helper()
-	if _, err := olmv1.OperatorController.Path(); err != nil {
-		t.Skipf("OLM v1 not built: %v", err)
-	}
 	start := time.Now()
-	crds, err := olmv1.CRDPaths()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The CRDs with the control plane, before kube-controller-manager starts: its garbage collector
-	// learns of a later CRD only at its next discovery sync (every 30 s), and until then leaves the
-	// ClusterExtension's dependents alone after its deletion (measured: 37 s, the Deployment last).
-	p, c := envtest.ForTest(ctx, t, envtest.WithName("olmv1"), envtest.WithoutOLM(), envtest.WithCRDPaths(crds...),
-		envtest.WithRegistry(localruntime.NewRegistry(fixtures.Images())))
-
-	reg, err := olmv1.StartRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Stop() })
-	if err := olmv1fixtures.Push(ctx, reg); err != nil {
-		t.Fatal(err)
-	}
-	if afterPush != nil {
-		if err := afterPush(ctx, reg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := olmv1.Start(ctx, olmv1.Config{Client: c, Kubeconfig: p.KubeconfigPath(),
-		WorkDir: filepath.Join(p.WorkDir(), "olmv1"), InsecureRegistries: []string{reg.Host}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, pr := range []*process.Process{m.Catalogd, m.OperatorController} {
-				t.Logf("last lines of %s:\n%s", pr.LogPath, process.Tail(pr.LogPath, 30))
+	env := olmv1fixtures.ForTest(ctx, t, olmv1fixtures.EnvInput{Name: "olmv1", InstallerNamespace: installNS, Installer: installer,
+		Push: func(ctx context.Context, reg *olmv1.Registry) (string, error) {
+			if err := olmv1fixtures.Push(ctx, reg); err != nil {
+				return "", err
 			}
-		}
-		if err := m.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	t.Logf("control plane, registry and OLM v1 up in %s", time.Since(start).Round(time.Millisecond))
-
-	cat := olmv1.ClusterCatalog("fixtures", olmv1fixtures.CatalogRef(reg))
-	if err := c.Create(ctx, cat); err != nil {
-		t.Fatal(err)
-	}
-	if err := olmv1.WaitCondition(ctx, c, intervals.CatalogReady, cat, "Serving"); err != nil {
-		t.Fatal(err)
-	}
-	if err := olmv1.CreateInstaller(ctx, c, installNS, installer); err != nil {
-		t.Fatal(err)
-	}
+			if afterPush != nil {
+				if err := afterPush(ctx, reg); err != nil {
+					return "", err
+				}
+			}
+			return olmv1fixtures.CatalogRef(reg), nil
+		}})
+	p, c := env.Provider, env.Client
 	ce := olmv1.ClusterExtension("widget", installNS, installer, "widget-operator", "0.1.0")
 	if err := c.Create(ctx, ce); err != nil {
 		t.Fatal(err)

@@ -3,10 +3,7 @@ package extensioncleanup_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,15 +25,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
-	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/fixtures/olmv1fixtures"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
@@ -77,77 +72,31 @@ func setup(ctx context.Context, t *testing.T, mode string, opts extensioncleanup
 // setupAt is setup with widget-operator at version (one of versions).
 func setupAt(ctx context.Context, t *testing.T, mode, version string, opts extensioncleanup.Options) *env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: an OLM v1 control plane")
-	}
-	if _, err := olmv1.OperatorController.Path(); err != nil {
-		t.Skipf("OLM v1 not built: %v", err)
-	}
 	start := time.Now()
-	crds, err := olmv1.CRDPaths()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The OLM v1 CRDs with the control plane, before kube-controller-manager (its GC's 30 s discovery sync).
-	p, c := envtest.ForTest(ctx, t, envtest.WithName("extensioncleanup"), envtest.WithoutOLM(), envtest.WithCRDPaths(crds...),
-		envtest.WithRegistry(localruntime.NewRegistry(fixtures.Images())))
-	reg, err := olmv1.StartRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Stop() })
-	endpoint := olmv1.Endpoint{Push: reg.Host, Pull: reg.Host}
-	// Every version the upgrades walk through, then the variant that drops a CRD (harness_upgrade).
-	dirs := []string{}
-	for _, v := range versions[:len(versions)-1] {
-		dirs = append(dirs, bundles.Dir("widget-operator", v))
-	}
-	dropDir, err := withoutWidgetClasses(t, bundles.Dir("widget-operator", versions[len(versions)-2]), versions[len(versions)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalogRef, err := olmv1.PushPackage(ctx, endpoint, "widget", append(dirs, dropDir)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := olmv1.Start(ctx, olmv1.Config{Client: c, Kubeconfig: p.KubeconfigPath(),
-		WorkDir: filepath.Join(p.WorkDir(), "olmv1"), InsecureRegistries: []string{reg.Host}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, pr := range []*process.Process{m.Catalogd, m.OperatorController} {
-				t.Logf("last lines of %s:\n%s", pr.LogPath, process.Tail(pr.LogPath, 30))
+	e := &env{depKey: types.NamespacedName{Namespace: installNS, Name: deployment}, version: version}
+	env := olmv1fixtures.ForTest(ctx, t, olmv1fixtures.EnvInput{Name: "extensioncleanup", InstallerNamespace: installNS, Installer: installer,
+		Push: func(ctx context.Context, reg *olmv1.Registry) (string, error) {
+			// Every version the upgrades walk through, then the variant that drops a CRD (harness_upgrade).
+			dirs := []string{}
+			for _, v := range versions[:len(versions)-1] {
+				dirs = append(dirs, bundles.Dir("widget-operator", v))
 			}
-			if b, err := os.ReadFile(m.OperatorController.LogPath); err == nil {
-				for _, l := range strings.Split(string(b), "\n") {
-					if strings.Contains(l, "rror") {
-						t.Logf("operator-controller: %.600s", l)
-					}
-				}
+			dropDir, err := withoutWidgetClasses(t, bundles.Dir("widget-operator", versions[len(versions)-2]), versions[len(versions)-1])
+			if err != nil {
+				return "", err
 			}
-		}
-		_ = m.Stop()
-	})
-	// The holder: the controller's own ClusterRole, as config/operand-cleanup installs it.
-	holder := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: extensioncleanup.DefaultHolderName}}
-	if err := c.Create(ctx, holder); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{p: p, c: c, m: m, depKey: types.NamespacedName{Namespace: installNS, Name: deployment}, version: version}
-	e.start(ctx, t, opts)
-
-	cat := olmv1.ClusterCatalog("fixtures", catalogRef)
-	if err := c.Create(ctx, cat); err != nil {
-		t.Fatal(err)
-	}
-	if err := olmv1.WaitCondition(ctx, c, intervals.CatalogReady, cat, "Serving"); err != nil {
-		t.Fatal(err)
-	}
-	if err := olmv1.CreateInstaller(ctx, c, installNS, installer); err != nil {
-		t.Fatal(err)
-	}
+			return olmv1.PushPackage(ctx, olmv1.Endpoint{Push: reg.Host, Pull: reg.Host}, "widget", append(dirs, dropDir)...)
+		},
+		BeforeCatalog: func(ctx context.Context, env *olmv1fixtures.Env) {
+			// The holder: the controller's own ClusterRole, as config/operand-cleanup installs it.
+			holder := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: extensioncleanup.DefaultHolderName}}
+			if err := env.Client.Create(ctx, holder); err != nil {
+				t.Fatal(err)
+			}
+			e.p, e.c, e.m = env.Provider, env.Client, env.Managers
+			e.start(ctx, t, opts)
+		}})
+	c := env.Client
 	e.ce = olmv1.ClusterExtension(ceName, installNS, installer, "widget-operator", version)
 	if mode != "" {
 		e.ce.SetAnnotations(map[string]string{extensioncleanup.UninstallAnnotation: mode})
