@@ -98,18 +98,11 @@ func (e *env) next() string {
 // operator-controller installed it and the operator's Deployment is available again.
 func (e *env) upgrade(ctx context.Context, t *testing.T, to string) {
 	t.Helper()
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(extensioncleanup.ClusterExtensionGVK)
-	if err := e.c.Get(ctx, client.ObjectKeyFromObject(e.ce), live); err != nil {
-		t.Fatal(err)
-	}
-	orig := live.DeepCopy()
-	if err := unstructured.SetNestedField(live.Object, to, "spec", "source", "catalog", "version"); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.Patch(ctx, live, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
+	live := e.patchCE(ctx, t, func(ce *unstructured.Unstructured) {
+		if err := unstructured.SetNestedField(ce.Object, to, "spec", "source", "catalog", "version"); err != nil {
+			t.Fatal(err)
+		}
+	})
 	err := intervals.Wait(ctx, intervals.OLMInstall, func() (bool, string) {
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(e.ce), live); err != nil {
 			return false, err.Error()

@@ -203,25 +203,34 @@ func without(fs []string, f string) []string {
 
 func setAnnotation(ctx context.Context, t *testing.T, e *env, mode string) {
 	t.Helper()
+	e.patchCE(ctx, t, func(ce *unstructured.Unstructured) {
+		a := ce.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		if mode == "" {
+			delete(a, extensioncleanup.UninstallAnnotation)
+		} else {
+			a[extensioncleanup.UninstallAnnotation] = mode
+		}
+		ce.SetAnnotations(a)
+	})
+}
+
+// patchCE applies mutate to the live ClusterExtension with a merge patch and returns it as patched.
+func (e *env) patchCE(ctx context.Context, t *testing.T, mutate func(*unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(extensioncleanup.ClusterExtensionGVK)
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(e.ce), live); err != nil {
 		t.Fatal(err)
 	}
 	orig := live.DeepCopy()
-	a := live.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	if mode == "" {
-		delete(a, extensioncleanup.UninstallAnnotation)
-	} else {
-		a[extensioncleanup.UninstallAnnotation] = mode
-	}
-	live.SetAnnotations(a)
+	mutate(live)
 	if err := e.c.Patch(ctx, live, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
+	return live
 }
 
 // noHold: no finalizer of this controller on the ClusterExtension, no holder reference on the
