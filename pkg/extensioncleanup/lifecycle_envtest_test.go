@@ -70,6 +70,20 @@ func TestLifecycleCatchesEarlyRelease(t *testing.T) {
 	}
 }
 
+// TestLifecycleCatchesADeletionDuringAnUpgrade checks the checker: a Widget deleted during an upgrade
+// is reported, naming the upgrade's step, while the Widgets a terminating namespace took are not.
+func TestLifecycleCatchesADeletionDuringAnUpgrade(t *testing.T) {
+	plantDeletionOnUpgrade = true
+	defer func() { plantDeletionOnUpgrade = false }()
+	ops := []lifecycleOp{{Step: 1, Kind: opNamespace, NS: "team-a"}, {Step: 2, Kind: opUpgrade}}
+	v := runLifecycle(t, install{Mode: extensioncleanup.ModeDeleteOperands, Version: versions[0]}, ops, false)
+	if len(v) != 1 || !strings.Contains(v[0], "team-b/") || !strings.Contains(v[0], "seen during step 2 upgrade") {
+		t.Fatalf("want exactly the planted deletion of a team-b Widget, seen during step 2 upgrade; got %d violation(s):\n  %s",
+			len(v), strings.Join(v, "\n  "))
+	}
+	t.Logf("caught as expected: %s", v[0])
+}
+
 // failure is a run's violations and what shrinking made of them.
 type failure struct {
 	seed                 int64

@@ -120,6 +120,9 @@ func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
 			return false
 		}
 		e.upgrade(ctx, t, to)
+		if plantDeletionOnUpgrade {
+			r.plantDeletion(ctx, "team-b")
+		}
 		// An upgrade is no uninstall: the controller holds the upgraded objects again (Holding).
 		for _, v := range e.holdViolations(ctx, r.mode, "the upgrade to "+to) {
 			r.violate("%s", v)
@@ -188,4 +191,23 @@ func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
 	r.violations = append(r.violations, e.judgeUninstall(ctx, t, o.Step, r.mode)...)
 	r.rec.Stop()
 	r.installed = false
+}
+
+// plantDeletionOnUpgrade makes every upgrade of a run delete a Widget, as a controller that acts during
+// an upgrade would: the checker must report it (TestLifecycleCatchesADeletionDuringAnUpgrade).
+var plantDeletionOnUpgrade bool
+
+// plantDeletion deletes the first live Widget in ns (its operator finalizes it).
+func (r *lifecycleRun) plantDeletion(ctx context.Context, ns string) {
+	for _, w := range r.e.widgets {
+		if w.GetNamespace() != ns || live(ctx, r.t, r.e, w) == nil {
+			continue
+		}
+		if err := r.e.c.Delete(ctx, w); err != nil {
+			r.t.Fatal(err)
+		}
+		r.t.Logf("planted: Widget %s/%s deleted during the upgrade", ns, w.GetName())
+		return
+	}
+	r.t.Fatalf("no live Widget in %s to delete", ns)
 }
