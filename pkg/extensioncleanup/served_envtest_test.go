@@ -1,7 +1,6 @@
 package extensioncleanup_test
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -13,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
@@ -88,22 +87,18 @@ func TestServedLaterAndAgain(t *testing.T) {
 	}
 }
 
-// clusterExtensionCRD is OLM v1's ClusterExtension CRD, from the module the build uses.
+// clusterExtensionCRD is OLM v1's ClusterExtension CRD, from the module the build uses (kube.ReadCRDs).
 func clusterExtensionCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	paths, err := olmv1.CRDPaths()
 	if err != nil {
 		t.Skipf("OLM v1's module: %v", err)
 	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
+	crds, err := kube.ReadCRDs(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
 		if crd.Spec.Names.Kind == "ClusterExtension" {
 			return crd
 		}
