@@ -10,7 +10,7 @@ out=$BIN_DIR/coredns-$COREDNS_VERSION
 src=$CACHE_DIR/src/coredns-$COREDNS_VERSION
 mkdir -p "$out" "$src"
 
-# (output captured first: `| grep -q` under pipefail fails at random when grep quits before the writer)
+# (output captured first: `| grep -q` under pipefail fails when grep quits before the writer)
 if [ -x "$out/coredns" ] && grep -q "${COREDNS_VERSION#v}" <<<"$("$out/coredns" -version 2>/dev/null || true)"; then
   log "coredns $COREDNS_VERSION cached at $out/coredns"; exit 0
 fi

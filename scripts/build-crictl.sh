@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Builds crictl $CRICTL_VERSION (the CRI CLI kind runs on its nodes) from the Go module proxy. The checksum
-# database does not know sigs.k8s.io/cri-tools (lookup 404), hence GONOSUMDB for that module only. It
-# requires k8s.io/* v0.34.0-rc.2, which the checksum database does not know either: the wrapper raises
-# them to the release $CRICTL_KUBE_VERSION (same API), which it does know.
+# Builds crictl $CRICTL_VERSION (the CRI CLI on kind nodes) from the Go module proxy. The checksum
+# database knows neither sigs.k8s.io/cri-tools (hence GONOSUMDB for it) nor the k8s.io/* pre-releases it
+# requires, so the wrapper raises those to the release $CRICTL_KUBE_VERSION.
 #
 # Usage: scripts/build-crictl.sh
 . "$(dirname "$0")/lib.sh"

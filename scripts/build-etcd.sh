@@ -7,8 +7,7 @@ out=$BIN_DIR/etcd-$ETCD_VERSION
 src=$CACHE_DIR/src/etcd-$ETCD_VERSION
 mkdir -p "$out" "$src"
 
-# (output captured first: `| grep -q` under pipefail failed at random when grep quit before etcd's
-# later lines — a kind run then rebuilt etcd, new mtime, and envtest's seeds were keyed anew)
+# (output captured first: `| grep -q` under pipefail fails when grep quits before the writer)
 if [ -x "$out/etcd" ] && grep -q "${ETCD_VERSION#v}" <<<"$("$out/etcd" --version 2>/dev/null || true)"; then
   log "etcd $ETCD_VERSION cached at $out/etcd"; exit 0
 fi

@@ -27,10 +27,8 @@ write_wrapper() {
     echo
     grep -E '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$mod" | awk -v v="$KUBE_STAGING_VERSION" '{print "replace " $1 " => " $1 " " v}'
     echo
-    # Our module's requirements too: the build list then takes the newer of Kubernetes' and ours for
-    # each module, so the packages both use compile to the same thing (in lib.sh's one mode) and are
-    # shared in the Go build cache with our test binaries and images (docs/toolchain.md says what
-    # that changes against upstream's own build).
+    # Our module's requirements too, so packages both use are at the same versions and shared in the
+    # Go build cache with our test binaries and images (docs/toolchain.md).
     our_requirements | awk '{print "require " $1 " " $2}'
   } > "$src/go.mod.new"
   mv "$src/go.mod.new" "$src/go.mod"
@@ -77,18 +75,15 @@ for b in $want; do
 done
 [ ${#missing[@]} -gt 0 ] || exit 0
 
-# The conventional online path first: Kubernetes' own release binaries from dl.k8s.io, each checked
-# against the .sha256 published beside it (as Kubernetes' install docs do). Upstream's builds, so no
-# compile at all; what cannot be fetched is built below. KUBE_DOWNLOAD=0 skips this; KUBE_RELEASE_URL
-# points at a mirror (the tests serve one).
+# Kubernetes' release binaries from dl.k8s.io first, each checked against its published .sha256; what
+# cannot be fetched is built below. KUBE_DOWNLOAD=0 skips this; KUBE_RELEASE_URL points at a mirror.
 release=${KUBE_RELEASE_URL:-https://dl.k8s.io/release}/$KUBE_VERSION/bin/linux/$(go env GOARCH)
 if [ "${KUBE_DOWNLOAD:-1}" = 0 ]; then
   :
 elif why=$(unreachable "$release"); then
   log "${missing[*]} not downloaded: $why (release binaries: $release)"
 else
-  # After the first failure the rest are built: a host that did not serve one binary would most
-  # likely make each of the others wait for its timeouts too.
+  # After the first failure the rest are built: that host would likely time out on them too.
   while [ ${#missing[@]} -gt 0 ]; do
     b=${missing[0]}
     if ! step "download $b $KUBE_VERSION from $release" download file -timeout "${KUBE_DOWNLOAD_TIMEOUT:-10m}" -o "$out/$b" "$release/$b"; then
@@ -108,8 +103,7 @@ if ! stamp_ok "$src/.stamp" "$stamp"; then
   echo "$stamp" > "$src/.stamp"
 fi
 
-# Every missing binary in one go command: kube-controller-manager compiles most of what kube-apiserver
-# does, and the go command shares no compile between commands in flight, so one command per binary
-# takes ≈ 1.4 × as long from an empty Go build cache.
+# Every missing binary in one go command: they share most packages, and separate go commands running
+# at once would compile them twice.
 step "build ${missing[*]} $KUBE_VERSION (≈ 7–9 min on 2 cores from an empty Go build cache, ≈ 2 min once another Kubernetes binary was built here, seconds when warm)" \
   go_wrapper_build_all "$src" "$out" -tags "$GO_TAGS" -ldflags "$ldflags" -- "${missing[@]/#/k8s.io/kubernetes/cmd/}"

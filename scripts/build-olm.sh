@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
-# Gets OLM $OLM_VERSION binaries (olm-operator and catalog-operator; package-server, cpb and
-# copy-content for the kind image). The conventional online path first: upstream's own binaries, out
-# of the olm image that OLM's release manifests pin by digest (deploy/upstream/quickstart/olm.yaml in
-# the release's module; the digest checks the content). Where that registry cannot be reached, they are
-# built from a wrapper module pinned to that version: the proxy refuses version lists for
-# operator-framework modules, so `go install ...@version` fails on the lookup.
+# Gets OLM $OLM_VERSION binaries (olm and catalog; package-server, cpb and copy-content for the kind
+# image): upstream's, out of the olm image its release manifests pin by digest, else built from a
+# wrapper module (`go install ...@version` fails: the proxy lists no operator-framework versions).
 #
 #   OLM_DOWNLOAD=0         build from source without trying the image
 #   OLM_RELEASE_IMAGE=ref  another image (a mirror: by digest; the tests serve one); not OLM_IMAGE,
@@ -25,9 +22,8 @@ if ! stamp_ok "$src/.stamp" "$OLM_VERSION"; then
   echo "$OLM_VERSION" > "$src/.stamp"
 fi
 
-# OLM's release module, whichever way the binaries come: its manifests pin the olm image (below), the
-# kind tier applies them (framework/olm reads them in the module cache), and offline its source is
-# what is built.
+# The release module, whichever way the binaries come: its manifests pin the olm image and are what
+# framework/olm applies; offline, its source is what is built.
 moddir=$(cd "$src" && GOFLAGS=-mod=mod go mod download -json "$mod@$OLM_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
 [ -d "$moddir" ] || die "could not download $mod@$OLM_VERSION from the Go module proxy"
 

@@ -1,19 +1,11 @@
 #!/usr/bin/env bash
-# Gets OLM v1 $OLMV1_VERSION: operator-controller and catalogd (operator-framework/operator-controller,
-# both main packages in one module), cached in $BIN_DIR/olmv1-$OLMV1_VERSION, and the module itself in
-# the Go module cache (framework/olmv1 reads its CRDs from config/base/*/crd/bases there).
+# Gets OLM v1 $OLMV1_VERSION: operator-controller and catalogd, cached in $BIN_DIR/olmv1-$OLMV1_VERSION,
+# and their module in the Go module cache (framework/olmv1 reads its CRDs there).
 #
-# The conventional online path is upstream's release images (quay.io/operator-framework/operator-controller
-# and .../catalogd at the version; upstream ships no standalone binaries). They are not reachable on this
-# project's machines, so nothing is tried online: both are built from a wrapper module pinned to the
-# version, as build-olm.sh does offline. (Taking them out of the release image by digest, like
-# build-olm.sh, is left for a machine that reaches quay.io.)
-#
-# The one compile mode of scripts/lib.sh (static, -trimpath) with -tags containers_image_openpgp
-# instead of its Kubernetes tags: with CGO off, containers/image's signature/mechanism_gpgme.go does
-# not build without it (undefined: gpgme.…). Measured on 2 cores under load (docs/olm-v1.md): empty Go
-# build cache ≈ 11 min; build cache warm ≈ 10 s, 1.5 min with a new wrapper module (6 s of CPU; the
-# wait not looked into, likely the go command filling the new go.sum over the network).
+# Always built from a wrapper module: upstream ships only release images, on quay.io, which this
+# project's machines cannot reach.
+# -tags containers_image_openpgp replaces lib.sh's Kubernetes tags: with CGO off, containers/image's
+# gpgme code does not build without it.
 #
 # Usage: scripts/build-olmv1.sh
 . "$(dirname "$0")/lib.sh"

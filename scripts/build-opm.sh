@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# Builds opm $OPERATOR_REGISTRY_VERSION (operator-registry cmd/opm: `opm serve` for catalog pods, `opm
-# alpha bundle extract` for OLM's bundle unpack Jobs) and grpc_health_probe (OLM's catalog pods probe
-# with it) from a wrapper module, static: CGO_ENABLED=0 with the containers_image_openpgp tag (no
-# gpgme). opm still links mattn/go-sqlite3, whose !cgo build is a stub: the deprecated sqlite commands
-# (`opm registry ...`, `opm index ...`) fail at run time; file-based catalogs and bundle unpacking,
-# which are all OLM and this repo use, do not touch it.
+# Builds opm $OPERATOR_REGISTRY_VERSION (catalog pods' `opm serve`, unpack Jobs' `opm alpha bundle
+# extract`) and grpc_health_probe (catalog pods' probe), static, from a wrapper module (tag
+# containers_image_openpgp: no gpgme without cgo). Without cgo opm's sqlite is a stub: only the
+# deprecated sqlite commands, which nothing here uses, fail.
 #
 # Usage: scripts/build-opm.sh [opm|grpc_health_probe ...]   (default: both)
 . "$(dirname "$0")/lib.sh"

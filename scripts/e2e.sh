@@ -41,10 +41,9 @@ case $PROVIDER in
     # The Go programs of the run build meanwhile, in their own process group (stopped on exit).
     trap bg_stop EXIT
     trap 'log "interrupted"; exit 130' INT TERM
-    prebuilt=$ARTIFACTS/prebuild.out
     prebuild() {
       log "==> Go programs of the run, in the background (scripts/e2e-prebuild.sh; output: $ARTIFACTS/prebuild.log)"
-      setsid bash scripts/e2e-prebuild.sh >"$prebuilt" 2>"$ARTIFACTS/prebuild.log" &
+      setsid bash scripts/e2e-prebuild.sh >"$ARTIFACTS/prebuild.log" 2>&1 &
       prebuild_pid=$!
     }
     # Without the node's Kubernetes binaries, node-image.sh compiles Kubernetes in the compile mode the
@@ -94,9 +93,8 @@ rc=0
 ginkgo=$BIN_DIR/ginkgo
 if [ "$PROVIDER" = envtest ]; then
   go build -o "$ginkgo" github.com/onsi/ginkgo/v2/ginkgo
-elif [ -z "${prebuilt:-}" ]; then # an existing cluster: built now (kind's were built beside its images)
-  prebuilt=$ARTIFACTS/prebuild.out
-  bash scripts/e2e-prebuild.sh >"$prebuilt"
+elif [ "$PROVIDER" != kind ]; then # an existing cluster: built now (kind's were built beside its images)
+  bash scripts/e2e-prebuild.sh
 fi
 # The JSON report (junit's name, .json) has each spec's start and end: a run's timeline, e.g. which
 # specs ended it; JUnit keeps only durations.
@@ -125,17 +123,6 @@ else
   # output goes to a file, printed when it ends.
   last=" cvo "
   reports=()
-  # The suites run from their kept test binaries (scripts/testbin's cache, shared with make test, linked
-  # by scripts/e2e-prebuild.sh): ginkgo linked each again on every run (≈ 4 s of CPU a suite, in a run
-  # that is CPU-bound). A link named <suite>.test in the suite's directory makes ginkgo run it as a
-  # precompiled suite, from there. A suite not listed (they could not be linked) ginkgo compiles.
-  declare -A suite_binary=()
-  while read -r dir bin; do
-    [ -n "$dir" ] || continue
-    name=$(basename "$dir")
-    ln -sfn "$bin" "$dir/$name.test"
-    suite_binary[$name]="./e2e/$name/$name.test"
-  done <"$prebuilt"
   if [ "$PROVIDER" != kind ]; then # (kind's trap above stops them too)
     trap bg_stop EXIT
     trap 'log "interrupted"; exit 130' INT TERM
@@ -146,15 +133,12 @@ else
   log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each$then)"
   runs=() # NAME LOG CMD... groups for scripts/atonce (scripts/background.sh)
   if [ "$PROVIDER" = kind ]; then
-    # From their kept test binaries too (scripts/test-examples.sh says why), as make test runs them.
-    testbin=$CACHE_DIR/testbin/testbin
-    [ "${TEST_BINARY_CACHE:-1}" != 0 ] || testbin=
-    runs+=("example consumers" "$ARTIFACTS/examples.log" env EXAMPLES_AT_ONCE=1 EXAMPLES_TESTBIN="$testbin" bash scripts/test-examples.sh ---)
+    runs+=("example consumers" "$ARTIFACTS/examples.log" bash scripts/test-examples.sh ---)
   fi
   for dir in e2e/*/; do
     name=${dir%/} name=${name##*/}
     compgen -G "$dir*_test.go" >/dev/null && [[ $last != *" $name "* ]] || continue
-    runs+=("e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "${suite_binary[$name]:-./$dir}" ---)
+    runs+=("e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "./$dir" ---)
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done
   # On Ctrl-C the suites get time to remove what they installed: on a cluster of the user's (existing)
@@ -171,7 +155,7 @@ else
   for name in $last; do
     [ -d "e2e/$name" ] || continue
     procs=4 step "e2e suite $name (after the others)" \
-      ginkgo_run "junit-e2e-$name.xml" "${suite_binary[$name]:-./e2e/$name}" || rc=1
+      ginkgo_run "junit-e2e-$name.xml" "./e2e/$name" || rc=1
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done
 fi

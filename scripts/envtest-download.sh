@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
-# The conventional way to get envtest's kube-apiserver and etcd: controller-runtime's setup-envtest
-# downloads controller-tools' release archive for $KUBE_VERSION (hash-checked). On success it prints the
-# directory holding them and records it in $CACHE_DIR/envtest-assets, which framework/toolchain reads;
-# on failure (no route to GitHub, as on the offline VMs) it says why and exits 1, and scripts/tools.sh
-# builds both from source instead.
+# Gets envtest's kube-apiserver and etcd the conventional way: setup-envtest downloads controller-tools'
+# release for $KUBE_VERSION (hash-checked). Prints their directory and records it in
+# $CACHE_DIR/envtest-assets (read by framework/toolchain); on failure says why and exits 1.
 #
 # Usage: scripts/envtest-download.sh
 #   ENVTEST_INDEX=url       another release index (a mirror; the tests serve one locally)
 #   ENVTEST_TIMEOUT=seconds how long the download may take (default 120)
 . "$(dirname "$0")/lib.sh"
 
-# Offline, building setup-envtest only to see it fail costs ≈ 30 s of a first make test:
-# when the index's host does not resolve and no proxy would resolve it instead, say so and stop here.
+# Offline, don't build setup-envtest only to see it fail.
 index=${ENVTEST_INDEX:-https://raw.githubusercontent.com/kubernetes-sigs/controller-tools/HEAD/envtest-releases.yaml}
 if why=$(unreachable "$index"); then
   log "setup-envtest not tried: $why (its release index: $index)"
@@ -20,8 +17,8 @@ fi
 
 tool=$BIN_DIR/setup-envtest-$SETUP_ENVTEST_VERSION
 if [ ! -x "$tool" ]; then
-  # A copy out of go run's cache of executables: linked once per Go build cache, not once per
-  # $CACHE_DIR as `go install` into it would (the download tests give each run a cache of its own).
+  # Copied out of go run's executable cache: linked once per Go build cache, not once per $CACHE_DIR
+  # as `go install` would (the download tests use a $CACHE_DIR per run).
   go run -exec cp "sigs.k8s.io/controller-runtime/tools/setup-envtest@$SETUP_ENVTEST_VERSION" "$tool.$$" \
     || die "could not build setup-envtest $SETUP_ENVTEST_VERSION from the Go module proxy"
   mv -f "$tool.$$" "$tool"

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# `make flake-hunt`: runs the whole of `make test` (scripts/test.sh) again and again, some runs under
-# CPU contention, then the e2e suites on envtest with Ginkgo's --repeat, and prints per test how often
-# it ran, how often it failed and its first failure message (junitsum -per-test). Fails when any run
-# failed. Everything is kept under $ARTIFACTS/flake-hunt/ (one directory per run: its log and JUnit).
+# `make flake-hunt`: runs `make test` repeatedly, some runs under CPU contention, then the e2e suites on
+# envtest with Ginkgo's --repeat, and prints per test its runs, failures and first failure message.
+# Fails when any run failed. Artifacts: $ARTIFACTS/flake-hunt/ (a directory per run).
 #
 #   FLAKE_HUNT_RUNS=20              full `make test` runs (0: none)
 #   FLAKE_HUNT_CONTENTION=alternate none | stress (every run with stress-ng busy on every core) |
@@ -84,8 +83,7 @@ if [ "$e2e_repeats" -gt 0 ]; then
   log "e2e repeats: rc=$e2e_rc, $(find "$e2e/junit" -name 'junit-*.xml' | wc -l) suite reports; $(grep -E 'Tests failed on attempt' "$e2e/log" || echo 'no attempt failed')"
 fi
 
-# Per test over every run's JUnit: make test's (unit tests, each suite's per-spec report, the examples)
-# and each e2e attempt's.
+# Per test, over every make test run's and e2e attempt's JUnit.
 mapfile -t junits < <(find "$hunt/make-test" "$hunt/e2e/junit" -name 'junit-*.xml' 2>/dev/null | sort)
 summary_rc=0
 if [ "${#junits[@]}" -gt 0 ]; then

@@ -1,33 +1,21 @@
 #!/usr/bin/env bash
 # Builds every image the kind tier runs, offline, and lists them in $CACHE_DIR/images.list (one
-# reference a line) for the Go provider to load into the node (framework/suite, PROVIDER=kind).
+# reference a line) for the kind provider to load into the node.
 #
-# All images are FROM scratch and carry non-latest tags (nothing is ever pulled):
-#   cleanup-e2e.local/olm:$OLM_VERSION     /bin/{olm,catalog,package-server,cpb,copy-content} at the paths
-#                                          OLM's quickstart manifests and its bundle unpack Job use, plus
-#                                          /bin/cp (images/cp; the Job's util container runs
-#                                          `/bin/cp -Rv /bin/cpb /util/cpb`, upstream gets cp from busybox)
-#   cleanup-e2e.local/opm:$OPERATOR_REGISTRY_VERSION
-#                                          /bin/opm (unpack Jobs run `opm alpha bundle extract`, resolved on
-#                                          PATH), /bin/grpc_health_probe (catalog pods' exec probes), /bin/cp
-#   fixtures.local/catalog:v0.1.0          the opm image + bundles/catalog at /configs, `opm serve /configs`
-#                                          (what OLM's grpc CatalogSource pod runs: the image's entrypoint)
+# All images are FROM scratch with non-latest tags, so nothing is ever pulled:
+#   cleanup-e2e.local/olm:$OLM_VERSION     OLM's binaries at the paths its manifests use, plus /bin/cp
+#                                          (the unpack Job runs `/bin/cp -Rv /bin/cpb /util/cpb`)
+#   cleanup-e2e.local/opm:$OPERATOR_REGISTRY_VERSION  /bin/opm, /bin/grpc_health_probe, /bin/cp
+#   fixtures.local/catalog:v0.1.0          the opm image + bundles/catalog, running `opm serve /configs`
 #   fixtures.local/bundle/<op>:<version>   bundles/<op>/<version>/bundle.Dockerfile as is
-#   fixtures.local/<op>:<version>          cmd/fixture-operator at /fixture-operator (the CSVs' command),
-#                                          one image for all, tagged once per operator and version
-#   cleanup-e2e.local/operand-cleanup:v0.1.0, cleanup-e2e.local/payload-applier:v0.1.0
-#   cleanup-e2e.local/{catalogd,operator-controller}:$OLMV1_VERSION
-#                                          OLM v1's managers (scripts/build-olmv1.sh) at /catalogd and
-#                                          /operator-controller, WORKDIR /, as upstream's Dockerfile.* lay
-#                                          them out (framework/olmv1/incluster deploys them)
+#   fixtures.local/<op>:<version>          cmd/fixture-operator, one image tagged per operator and version
+#   cleanup-e2e.local/{operand-cleanup,payload-applier}:v0.1.0
+#   cleanup-e2e.local/{catalogd,operator-controller}:$OLMV1_VERSION  OLM v1's managers, as upstream's
 #   cleanup-e2e.local/smoke-operator:v0.0.1  e2e/smoke's test binary, which runs the smoke operator
-#                                          when CLEANUP_E2E_SMOKE_OPERATOR=1 (set in the image)
-#   example.com/memcached-operator:v0.0.1  examples/memcached-operator's manager at /manager (what its
-#                                          own `make docker-build` would make)
-# Non-root images use numeric users (no user database in scratch): 65532, OLM's images 1001 like upstream.
+#   example.com/memcached-operator:v0.0.1  examples/memcached-operator's manager at /manager
+# Non-root images use numeric users (scratch has no user database): 65532; OLM's 1001, as upstream.
 #
-# Cached: Go builds are incremental, and an image is rebuilt only when the hash of its build context
-# (recorded in its io.cleanup-e2e.input label) changes. Each step prints its duration.
+# An image is rebuilt only when the hash of its build context (its io.cleanup-e2e.input label) changes.
 #
 # Usage: scripts/images.sh            (needs Docker: scripts/kind/docker.sh)
 . "$(dirname "$0")/kind/lib.sh"
@@ -59,8 +47,7 @@ context_hash() {
 }
 
 # build_image IMAGE CONTEXT [DOCKERFILE [PREPARE...]]: docker build, skipped while IMAGE carries the
-# context's hash. PREPARE (a command) runs just before the build, after hashing: what it adds to the
-# context is derived from the hashed inputs (e.g. the catalog's serve cache).
+# context's hash. Command PREPARE runs after hashing, so it may only add what derives from hashed inputs.
 build_image() {
   local image=$1 ctx=$2 dockerfile=${3:-$2/Dockerfile} base input
   shift $(( $# < 3 ? $# : 3 ))
@@ -72,7 +59,7 @@ build_image() {
     return
   fi
   [ $# -eq 0 ] || "$@"
-  # the legacy builder (Docker 20.10 here, no BuildKit) is chatty on stderr: show it only on failure
+  # the legacy builder is chatty on stderr: show it only on failure
   local err
   err=$(mktemp)
   step "build image $image ($(du -sh "$ctx" | cut -f1) context)" \
@@ -103,13 +90,12 @@ step "opm and grpc_health_probe (scripts/build-opm.sh)" bash scripts/build-opm.s
 step "OLM v1 binaries (scripts/build-olmv1.sh)" bash scripts/build-olmv1.sh
 OLM_BIN=$BIN_DIR/olm-$OLM_VERSION
 OPM_BIN=$BIN_DIR/opm-$OPERATOR_REGISTRY_VERSION
-# One go command for the four (each binary is named after its package's directory): it loads the
-# package graph once, and leaves an up-to-date binary unlinked; four took 1.3 s idle, 3 s of a kept
-# kind run's set-up under the background prebuild, against 0.35 s idle.
+# One go command for all four (each binary named after its package's directory): it loads the package
+# graph once and does not relink an up-to-date binary.
 step "go build cp, fixture-operator, operand-cleanup, payload-applier" \
   env CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/" \
   ./images/cp ./cmd/fixture-operator ./cmd/operand-cleanup ./cmd/payload-applier
-# The example operator's own build (its Dockerfile's `go build -a -o manager cmd/main.go`, from its module).
+# Built in the example's own module, as its Dockerfile does.
 step "go build examples/memcached-operator/cmd (the example operator's manager)" \
   env CGO_ENABLED=0 go build -C examples/memcached-operator -trimpath -ldflags '-s -w' -o "$GOBIN_DIR/memcached-manager" ./cmd
 step "go test -c ./e2e/smoke (the smoke operator's binary)" \
@@ -142,10 +128,9 @@ ENTRYPOINT ["/bin/opm"]
 EOF
 build_image "$OPM_IMAGE" "$ctx"
 
-# The catalog: like the file-based catalog images `opm generate dockerfile` describes, whose build runs
-# `opm serve /configs --cache-dir=/tmp/cache --cache-only` as the opm image's user 1001. A FROM-scratch
-# build cannot RUN, so the cache is made here with the same opm and copied in owned by 1001 (`opm serve`
-# enforces the cache's integrity when --cache-dir is given).
+# The catalog, as `opm generate dockerfile` builds one. A FROM-scratch build cannot RUN `opm serve
+# --cache-only`, so the cache is made here with the same opm and copied in owned by the opm image's user
+# (`opm serve` checks the cache's integrity when --cache-dir is given).
 ctx=$(stage catalog)
 cp -r bundles/catalog "$ctx/configs"
 cat > "$ctx/Dockerfile" <<EOF
@@ -191,9 +176,8 @@ EOF
   build_image "$image" "$ctx"
 done
 
-# OLM v1's managers, as upstream's Dockerfile.catalogd and Dockerfile.operator-controller (distroless
-# static nonroot, WORKDIR /: catalogd's Deployment runs ./catalogd); /tmp and /var/tmp for
-# containers/image's temporary files, which distroless has.
+# OLM v1's managers, laid out as upstream's Dockerfiles (WORKDIR /: catalogd's Deployment runs
+# ./catalogd); /tmp and /var/tmp for containers/image's temporary files.
 for name in catalogd operator-controller; do
   ctx=$(stage "olmv1-$name")
   link "$BIN_DIR/olmv1-$OLMV1_VERSION/$name" "$ctx/rootfs/$name"
@@ -209,8 +193,7 @@ EOF
   build_image "cleanup-e2e.local/$name:$OLMV1_VERSION" "$ctx"
 done
 
-# The example operator, laid out as its kubebuilder Dockerfile lays it out (distroless: /manager, user
-# 65532); a FROM-scratch image because nothing can be pulled here.
+# The example operator as its kubebuilder Dockerfile lays it out (/manager, user 65532), FROM scratch.
 ctx=$(stage memcached-operator)
 link "$GOBIN_DIR/memcached-manager" "$ctx/manager"
 cat > "$ctx/Dockerfile" <<EOF

@@ -12,16 +12,11 @@ CACHE_DIR=${CLEANUP_E2E_CACHE:-$REPO_ROOT/_cache}
 BIN_DIR=$CACHE_DIR/bin
 mkdir -p "$BIN_DIR"
 
-# One compile mode for every go command the scripts run (the toolchain, the images, the test binaries):
-# static, -trimpath, Kubernetes' build tags. A package compiled for one is then in the Go build cache
-# for the others, and ≈ 83 % of our dependencies' source is also in kube-apiserver and
-# kube-controller-manager, which build-kube.sh builds at our dependencies' versions; in another mode
-# a cold machine compiles them a second time. Trimmed paths read github.com/cleanup-e2e/cleanup-e2e/…
-# in stack traces (internal/srcdir finds the files kept beside the source). No VCS stamp
-# (-buildvcs=false): with -trimpath the checkout's commit and dirty flag are part of every main
-# package's build ID, test mains included, so each commit or edit of any tracked file relinked all 43
-# kept test binaries of a warm make test (≈ 3 min) and rebuilt every kind image, whose binaries
-# carried the commit; the images are labelled with the digests of their inputs instead.
+# One compile mode (static, -trimpath, Kubernetes' build tags) for every go command the scripts run, so
+# a package compiled for one (most of ours are also in build-kube.sh's binaries) is reused by the others
+# from the Go build cache; internal/srcdir maps trimmed paths back to files. -buildvcs=false: with
+# -trimpath the commit and dirty flag enter every main package's build ID, so any edit would relink
+# every test binary and rebuild every image.
 GO_TAGS=selinux,notest,grpcnotrace
 export CGO_ENABLED=${CGO_ENABLED:-0}
 case " ${GOFLAGS:-} " in
@@ -33,16 +28,21 @@ esac
 # shellcheck disable=SC2034 # read by the scripts that source this file
 KUBE_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kubeadm kube-proxy kubectl"
 
-# printf's own clock, not $(date): bash 5.2 dropped a Ctrl-C that came during a command substitution
-# (scripts/atonce says how often).
+# ONE_P_EXEC: go test's -exec flag of make test's runs on ≤ 2 CPUs: each test binary and every process it
+# starts (API servers, etcd, OLM, operators) on one P. ≈ 20 processes are runnable at once there, and a
+# Go process with a second P wakes and parks a second thread whenever it has two goroutines to run:
+# context switches that buy nothing when every core is taken (docs/performance.md). Empty when the
+# caller set GOMAXPROCS.
+ONE_P_EXEC=()
+# shellcheck disable=SC2034 # read by the scripts that source this file
+if [ -z "${GOMAXPROCS:-}" ] && [ "$(nproc)" -le 2 ]; then ONE_P_EXEC=(-exec "env GOMAXPROCS=1"); fi
+
+# printf's own clock, not $(date): bash can lose a Ctrl-C that comes during a command substitution.
 log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# step NAME CMD...: runs CMD, printing what it does and how long it took.
-# Returns the command's status in every context: under `step ... || rc=1` set -e is off inside the
-# function, and returning the log line's 0 let make lint pass with vet and shellcheck failing. The
-# command runs bare, not as `"$@" || rc=$?`: that would switch set -e off inside a function it runs
-# in every context, and a failing command midway would no longer stop it.
+# step NAME CMD...: runs CMD, logging its name and duration; returns CMD's status even where set -e is
+# off (`step ... || rc=1`). CMD runs bare: `"$@" || rc=$?` would turn set -e off inside a function CMD.
 step() {
   local name=$1; shift
   local start=$SECONDS
@@ -60,20 +60,18 @@ step() {
 # stamp_ok FILE CONTENT: true when FILE exists and holds CONTENT (the inputs a cached output was made from).
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 
-# go_wrapper DIR OUTDIR WHAT ARGS...: `go build ARGS` in the wrapper module DIR (a module that requires
-# the one to build), once the disk holds what building WHAT into OUTDIR needs.
+# go_wrapper DIR OUTDIR WHAT ARGS...: `go build ARGS` in wrapper module DIR (one requiring the module to
+# build), after checking the disk has room for building WHAT into OUTDIR.
 go_wrapper() {
   local dir=$1 outdir=$2 what=$3; shift 3
-  # a cold run fills ≈ 10 GB of Go build cache in all; a single Kubernetes binary ≈ 3 GB
+  # room for the largest single build, a Kubernetes binary
   require_free_space "$(go env GOCACHE)" 3 "building $what (Go build cache)"
   require_free_space "$outdir" 1 "building $what (binary cache)"
   (cd "$dir" && go build -mod=mod "$@") # static and -trimpath: the one compile mode above
 }
 
-# keep_or_replace NEW OUT: moves NEW to OUT, unless OUT already holds the same bytes: then NEW goes and
-# OUT keeps its modification time, which caches key on (envtest's etcd seeds,
-# framework/cluster/envtest/seed.go: a kind run rebuilt etcd into the same bytes, and every next
-# make test made both seeds again, its first starts racing the making).
+# keep_or_replace NEW OUT: moves NEW to OUT, unless OUT holds the same bytes: then NEW goes and OUT keeps
+# its modification time, which caches key on (envtest's etcd seeds, framework/cluster/envtest/seed.go).
 keep_or_replace() {
   if [ -f "$2" ] && cmp -s "$1" "$2"; then rm -f "$1"; else mv -f "$1" "$2"; fi
 }
@@ -86,9 +84,8 @@ go_wrapper_build() {
   keep_or_replace "$out.tmp" "$out"
 }
 
-# go_wrapper_build_all DIR OUTDIR [FLAGS...] -- PKG...: go_wrapper_build for several main packages in
-# one go command, which compiles what they share once and links one beside the others' compiles; each
-# binary is OUTDIR/<PKG's last path element>.
+# go_wrapper_build_all DIR OUTDIR [FLAGS...] -- PKG...: go_wrapper_build for several main packages in one
+# go command, which compiles what they share once; each binary is OUTDIR/<PKG's last path element>.
 go_wrapper_build_all() {
   local dir=$1 outdir=$2 flags=() p tmp="$2/.build"; shift 2
   while [ "$1" != -- ]; do flags+=("$1"); shift; done
@@ -99,21 +96,18 @@ go_wrapper_build_all() {
   rmdir "$tmp"
 }
 
-# unreachable URL: prints why URL cannot be reached and succeeds when its host does not resolve and no
-# proxy is set (an offline machine, as this project's VMs), so a script skips an online path at once
-# instead of failing on it after a build or a timeout; fails (prints nothing) when it may be reachable.
+# unreachable URL: succeeds, printing why, when URL's host does not resolve and no proxy is set, so a
+# script skips an online path at once instead of after a timeout; fails silently when it may be reachable.
 unreachable() {
   local host=${1#*://}; host=${host%%/*}; host=${host%:*}
   [ -z "${HTTPS_PROXY:-}${https_proxy:-}${ALL_PROXY:-}${all_proxy:-}" ] && command -v getent >/dev/null \
     && ! getent hosts "$host" >/dev/null && echo "$host does not resolve and no HTTPS proxy is set"
 }
 
-# download ARGS...: scripts/download (release files checked against their published SHA-256, files out
-# of an image named by digest); how long it took goes to the log.
+# download ARGS...: scripts/download (checksum-checked release files, files out of an image named by digest).
 download() { (cd "$REPO_ROOT" && go run ./scripts/download "$@"); }
 
-# as_root CMD...: runs CMD as root: directly when we are root, else through passwordless sudo (CI
-# runners such as GitHub's), else fails saying what needed root.
+# as_root CMD...: runs CMD as root: directly, else through passwordless sudo, else fails saying why.
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"
   elif sudo -n true 2>/dev/null; then sudo -n "$@"
@@ -129,10 +123,8 @@ apt_install() {
     || die "apt-get install $* failed"
 }
 
-# require_free_space DIR GIB WHAT: fails, before anything is written, when the filesystem holding DIR
-# has less than GIB GiB free, naming the directory, the numbers and what needs the space. A build that
-# ran out of disk half-way would fail later with a far less clear error (the caches stay consistent
-# either way: every output is written to a temporary name and renamed when complete).
+# require_free_space DIR GIB WHAT: fails before anything is written when DIR's filesystem has less than
+# GIB GiB free, saying what needs it: clearer than a build running out of disk half-way.
 require_free_space() {
   local dir=$1 want=$2 what=$3 avail
   while [ ! -d "$dir" ]; do dir=$(dirname "$dir"); done
@@ -144,10 +136,8 @@ require_free_space() {
   fi
 }
 
-# sha256_files FILE...: what `sha256sum FILE...` prints, reading a file again only when its device,
-# inode, size or modification time changed since it was hashed (kept in $CACHE_DIR/sha256sums, one
-# line per file version). The kind tier's set-up hashes its image contexts and binaries on every run to
-# tell whether to rebuild (≈ 900 MB, ≈ 12 s of CPU: most of a kept cluster's set-up).
+# sha256_files FILE...: what `sha256sum FILE...` prints, rehashing a file only when its device, inode,
+# size or mtime changed (sums kept in $CACHE_DIR/sha256sums): the kind set-up hashes large inputs every run.
 sha256_files() {
   [ $# -gt 0 ] || return 0
   local db=$CACHE_DIR/sha256sums stats f

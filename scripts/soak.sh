@@ -1,16 +1,11 @@
 #!/usr/bin/env bash
-# The long soak of the randomized sequence tests, which make test runs only a few seeds of: the
-# operand-cleanup controller's lifecycle sequences (pkg/operandcleanup/lifecycle_spec_test.go, on an
-# envtest control plane), the payload applier's delete-state sequences against their reference model
-# (pkg/payload/applier/deletestate) and the OLM v1 ordered uninstall's lifecycle rounds
-# (pkg/extensioncleanup/lifecycle_envtest_test.go, with the real operator-controller; one seed a
-# chunk, each with SOAK_EXT_ROUNDS rounds). The nightly workflow's soak job runs it.
+# Long soak of the randomized sequence tests make test runs a few seeds of: operand-cleanup's lifecycle
+# sequences (pkg/operandcleanup, on envtest), the payload applier's delete-state sequences
+# (pkg/payload/applier/deletestate) and OLM v1's uninstall lifecycle (pkg/extensioncleanup, one seed a chunk).
 #
-# Each test stops at its first failing sequence, so the sequences run in chunks, each from its own
-# base seed: a failure ends its chunk only and the next chunks still run. Everything goes to
-# $ARTIFACTS/soak/: seeds.txt (one line per chunk: test, seeds, steps, time, result), failures/
-# (per failing chunk, the test's failure text: its seed, the shortest failing sequence found and the
-# command that replays it), logs/ and a JUnit report per lifecycle chunk. Fails when any chunk failed.
+# A test stops at its first failing sequence, so sequences run in chunks from their own base seeds and
+# a failure ends only its chunk. Output in $ARTIFACTS/soak/: seeds.txt (a line per chunk), failures/
+# (failure text and replay command), logs/. Fails when any chunk failed.
 #
 #   SOAK_SEED=<the clock>         base seed; chunk k of a test starts at SOAK_SEED + k × its chunk size
 #   SOAK_MINUTES=90               no chunk starts after this; a running one gets this plus a margin
@@ -83,8 +78,8 @@ chunks() {
   return "$failed"
 }
 
-# A chunk's go test timeout: what is left of SOAK_MINUTES plus 20 minutes, so that a chunk started
-# just before the deadline can finish and a hung one still ends with the job's artifacts written.
+# A chunk's go test timeout: the rest of SOAK_MINUTES plus 20 minutes, so a chunk started near the
+# deadline can finish and a hung one still ends before the job does.
 chunk_timeout() { echo "$(((deadline - SECONDS) / 60 + 20))m"; }
 
 # ran LOG PATTERN: true when LOG shows that the test ran (PATTERN); else says so in LOG. A renamed test
@@ -158,8 +153,7 @@ if [ "$ap_n" -gt 0 ]; then
   chunks applier "$ap_n" "$ap_chunk" "$ap_steps" applier_run || rc=1
 fi
 if [ "$lc_n" -gt 0 ]; then
-  # The lifecycle spec needs envtest's control plane only (kube-apiserver, etcd); scripts/tools.sh,
-  # which also gets kube-controller-manager and olm, runs when the built ones are not in the cache.
+  # The lifecycle spec needs only kube-apiserver and etcd: run scripts/tools.sh when they are not cached.
   if ! { [ -x "$BIN_DIR/kube-$KUBE_VERSION/kube-apiserver" ] && [ -x "$BIN_DIR/etcd-$ETCD_VERSION/etcd" ]; }; then
     step "toolchain (scripts/tools.sh)" bash scripts/tools.sh
   fi

@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
 # Gets every binary the envtest tier needs: kube-apiserver and etcd (envtest's control plane),
-# kube-controller-manager and olm. Idempotent: what is cached is reused. Cold, from source, on 2 cores
-# ≈ 9–13 min.
+# kube-controller-manager, olm, and OLM v1's operator-controller and catalogd. Reuses what is cached.
 #
 # kube-apiserver and etcd come, in this order of preference, from:
-#   1. $KUBEBUILDER_ASSETS, when it holds both (your own setup-envtest assets);
-#   2. setup-envtest's download of controller-tools' envtest release for $KUBE_VERSION — the
-#      conventional online path (scripts/envtest-download.sh), tried once, only while nothing else
-#      provides them; ENVTEST_DOWNLOAD=0 skips it;
+#   1. $KUBEBUILDER_ASSETS, when it holds both;
+#   2. setup-envtest's download for $KUBE_VERSION (scripts/envtest-download.sh), tried once while
+#      nothing else provides them; ENVTEST_DOWNLOAD=0 skips it;
 #   3. a build from the Go module proxy (scripts/build-kube.sh, scripts/build-etcd.sh).
-# kube-controller-manager and olm are not in envtest's releases: build-kube.sh and build-olm.sh take
-# upstream's release binaries when dl.k8s.io and quay.io are reachable, else build them. OLM v1's
-# operator-controller and catalogd (scripts/build-olmv1.sh) are always built: ≈ 11 min more cold.
+# kube-controller-manager and olm are not in envtest's releases: build-kube.sh and build-olm.sh download
+# upstream's binaries when reachable, else build them. OLM v1 is always built (scripts/build-olmv1.sh).
 . "$(dirname "$0")/lib.sh"
 start=$SECONDS
 
@@ -27,8 +24,7 @@ elif [ ! -x "$BIN_DIR/kube-$KUBE_VERSION/kube-apiserver" ] && [ "${ENVTEST_DOWNL
   from="setup-envtest ($dir)"
 fi
 
-# One build after the other: side by side (separate modules, separate go commands) the cold toolchain
-# takes no less time on 2 cores, since each go command already uses every core.
+# One build after the other: each go command already uses every core.
 if [ -n "$from" ]; then
   log "kube-apiserver and etcd from $from"
   bash "$REPO_ROOT/scripts/build-kube.sh" kube-controller-manager
@@ -39,5 +35,5 @@ else
   bash "$REPO_ROOT/scripts/build-etcd.sh"
 fi
 bash "$REPO_ROOT/scripts/build-olm.sh" olm
-bash "$REPO_ROOT/scripts/build-olmv1.sh" # OLM v1: operator-controller and catalogd (framework/olmv1; cold ≈ 11 min)
+bash "$REPO_ROOT/scripts/build-olmv1.sh" # OLM v1: operator-controller and catalogd (framework/olmv1)
 log "envtest toolchain ready in $((SECONDS - start))s under $BIN_DIR"

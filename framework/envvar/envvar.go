@@ -51,13 +51,9 @@ var (
 	Cache    = Var{Name: "CLEANUP_E2E_CACHE", Doc: "the toolchain cache directory (default <repo>/_cache)"}
 	Root     = Var{Name: "CLEANUP_E2E_ROOT", Doc: "this repository's checkout, for a consumer module that needs its bundles or scripts"}
 	AuditDir = Var{Name: "CLEANUP_E2E_AUDIT_DIR",
-		Doc: "the envtest provider's API server writes an audit log (who made which request) to <dir>/<cluster>.log; scripts/auditsum sums it up"}
+		Doc: "the envtest provider's API server writes an audit log (who made which request) to <dir>/<cluster>.log, one JSON event per line (jq sums it up)"}
 	EnvtestSeed = Var{Name: "CLEANUP_E2E_ENVTEST_SEED", Valid: oneOf("0", "1"),
 		Doc: "0: every envtest control plane starts from an empty etcd instead of a copy of the cached seed (framework/cluster/envtest seed.go)"}
-	// StartPriority is set by make test's scripts/testbin for each package's tests.
-	StartPriority = Var{Name: "CLEANUP_E2E_START_PRIORITY",
-		Doc:       "a number ≥ 0: among envtest control planes waiting to start (one per CPU at a time), a higher one goes first; make test gives each package the seconds it took in its last run",
-		ByScripts: true}
 	// JUnitPerRunDir is set by the flake hunt: each run writes its own JUnit file there.
 	JUnitPerRunDir = Var{Name: "CLEANUP_E2E_JUNIT_PER_RUN_DIR", Legacy: "JUNIT_PER_RUN_DIR", Valid: nonEmpty,
 		Doc:       "write each run's JUnit report to a new file in this directory (the flake hunt sets it)",
@@ -65,7 +61,7 @@ var (
 )
 
 // All is every variable, in the order the README lists them.
-var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, EnvtestSeed, StartPriority, JUnitPerRunDir}
+var All = []Var{Provider, KubeContext, Shard, KindCluster, KeepCluster, KindNodeImage, WaitScale, Cache, Root, AuditDir, EnvtestSeed, JUnitPerRunDir}
 
 // Get returns the variable's value: Name's, else Legacy's when Valid accepts it, else "".
 func (v Var) Get() string {

@@ -63,7 +63,7 @@ func StartEnvtest(e *crenvtest.Environment, opts ...StartOption) (*rest.Config, 
 		e.CRDInstallOptions.MaxTime = intervals.Get(intervals.CRDUsable)
 	}
 	asked := time.Now()
-	release, err := startSlot(startPriority(), func(slots int) {
+	release, err := startSlot(func(slots int) {
 		o.log.Info("waiting for a start slot: control planes start at most one per CPU on this machine at once", "slots", slots)
 	})
 	if err != nil { // a machine's temp dir another user owns: the slots spare CPU, they guard nothing

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(slotHolder); dir != "" {
 		slotsDir = func() string { return dir }
 		for range slotCount() {
-			if _, err := startSlot(0, nil); err != nil {
+			if _, err := startSlot(nil); err != nil {
 				fmt.Println(err)
 				os.Exit(1)
 			}
@@ -137,7 +137,7 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	)
 	for range 3 * slots {
 		wg.Go(func() {
-			release, err := startSlot(0, func(int) { waited.Add(1) })
+			release, err := startSlot(func(int) { waited.Add(1) })
 			if err != nil {
 				t.Error(err)
 				return
@@ -174,7 +174,7 @@ func TestStartSlotsLetOneStartPerCPUAtATime(t *testing.T) {
 	}
 	took := make(chan error, 1)
 	go func() {
-		release, err := startSlot(0, nil)
+		release, err := startSlot(nil)
 		if err == nil {
 			release()
 		}
@@ -225,7 +225,7 @@ func ownSlots(t *testing.T) string {
 // once among them (a pairs hunt's log: "reaped work dirs of runs that died" [.../start-slots]).
 func TestAHeldStartSlotSurvivesTheReapOfDeadRunsWorkDirs(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
-	release, err := startSlot(0, nil)
+	release, err := startSlot(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,56 +54,43 @@ func defaultGOMAXPROCS() int {
 
 // startSlot takes one of the machine's slotCount() slots, waiting while every one is held, and
 // returns its release. A slot is an flock on its file: the kernel releases it when the holder exits, so
-// a killed run never keeps one. waiting is called once if the start has to wait. While a start of a
-// higher priority waits, this one leaves the free slots to it, until it has waited longer than the
-// difference (priority.go).
-func startSlot(priority int, waiting func(slots int)) (release func(), err error) {
-	dir, place := slotsDir(), placeIn(time.Now(), priority)
+// a killed run never keeps one. waiting is called once if the start has to wait.
+func startSlot(waiting func(slots int)) (release func(), err error) {
+	dir := slotsDir()
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("start slots: %w", err)
 	}
 	n := slotCount()
 	files := make([]*os.File, n)
+	closeAll := func(but int) {
+		for j, o := range files {
+			if j != but && o != nil {
+				o.Close()
+			}
+		}
+	}
 	for i := range n {
 		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("slot-%d", i)), os.O_CREATE|os.O_RDWR, 0o666)
 		if err != nil {
-			for _, o := range files[:i] {
-				o.Close()
-			}
+			closeAll(-1)
 			return nil, fmt.Errorf("start slots: %w", err)
 		}
 		files[i] = f
 	}
-	waited := false
-	var mine *waiter
-	defer func() { mine.leave() }()
-	for {
-		tried := files
-		if aheadOf(dir, place) {
-			tried = nil // a free slot is the waiter's ahead, not this one's
-		}
-		for i, f := range tried {
+	for waited := false; ; waited = true {
+		for i, f := range files {
 			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 			if err == nil {
-				for j, o := range files {
-					if j != i {
-						o.Close()
-					}
-				}
+				closeAll(i)
 				return func() { f.Close() }, nil // closing the file releases its lock
 			}
 			if err != syscall.EWOULDBLOCK {
-				for _, o := range files {
-					o.Close()
-				}
+				closeAll(-1)
 				return nil, fmt.Errorf("start slots: lock %s: %w", f.Name(), err)
 			}
 		}
-		if !waited { // the first round found no slot for it: it queues, and says so once
-			mine, waited = queue(dir, place), true // nil when it cannot: it waits without a place
-			if waiting != nil {
-				waiting(n)
-			}
+		if !waited && waiting != nil {
+			waiting(n)
 		}
 		time.Sleep(slotPoll)
 	}

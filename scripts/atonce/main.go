@@ -1,19 +1,15 @@
-// Command atonce runs commands side by side — make e2e's suites and example consumers on a shared
-// cluster — and stops them all on Ctrl-C. Each run has a session of its own, so that a Ctrl-C reaches
-// atonce alone, which passes one SIGTERM on to each run, and its output in a file, printed when it ends.
+// Command atonce runs commands side by side (make e2e's suites and example consumers on a shared
+// cluster) and stops them all on Ctrl-C. Each run has its own session, so a Ctrl-C reaches atonce
+// alone, which passes one SIGTERM to each run; a run's output goes to a file, printed when it ends.
 //
 //	atonce [-grace 10s] NAME LOG CMD [ARG...] [--- NAME LOG CMD [ARG...]]...
 //
 // It exits 0 when every run passed, 1 when one failed or could not start, 2 on bad arguments, and 130
 // when SIGINT or SIGTERM stopped it: each running run's process group gets one SIGTERM (Ginkgo takes a
-// second signal as "skip the cleanup", a third as "bail out"), and SIGKILL after -grace or at a second
-// signal (a second Ctrl-C: the user will not wait for the runs' cleanup).
+// second signal as "skip the cleanup"), and SIGKILL after -grace or at a second signal.
 //
-// Why not bash: scripts/e2e.sh ran these from bash, and bash 5.2 lost a Ctrl-C now and then while the
-// runs started: no trap run, make e2e went on to a passing end (CI's interrupt test caught it). It
-// lost 9 of 300 interrupts that came during a command substitution, and, under load, 1 of 40 with no
-// substitution left in the start (scripts/background_test.go). Go queues the signal; a run that has
-// not started when it comes is not started.
+// Not bash jobs: bash can lose a Ctrl-C that comes while it starts the runs, and make e2e then goes on
+// to a passing end. Go queues the signal, and a run not started when it comes is not started.
 package main
 
 import (

@@ -1,9 +1,7 @@
-// Command budget prints where a run's seconds went: it reads the time budget every spec recorded
-// (framework/budget: one JSON line per phase under <dir>/*.jsonl) and prints, per phase, how many
-// specs went through it, the median, the 90th percentile and the slowest spec, then writes the same
-// as <dir>/summary.json for trend plots. It never fails a run: no budget is a line saying so. The
-// example consumers' budgets (their own artifacts directories) count too: each of their specs is named
-// after its example (the directory above its budget), since an example may run the same specs as a suite.
+// Command budget prints where a run's time went: from the phases every spec recorded (framework/budget,
+// <dir>/*.jsonl) it prints per phase the spec count, median, 90th percentile and slowest spec, and
+// writes the same to <dir>/summary.json. It never fails a run. Specs from the example consumers' budget
+// dirs are prefixed with their example's name, since an example may run a suite's specs.
 //
 //	go run ./scripts/budget "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget
 package main
@@ -29,9 +27,7 @@ var order = []string{"provider-ready", "stack-ready", "cluster-alone", "api-lock
 	"uninstall-requested", "operands-gone", "csv-gone", "quiet", "leftovers-check", "case", installToUninstalled, "last-run", "teardown"}
 
 // installToUninstalled is a derived row: per spec that installed and uninstalled an operator, the sum of
-// its install, operands-reconciled, uninstall-requested, operands-gone and csv-gone phases. It is the
-// lifecycle's own time, without the set-up, the leftovers check and the quiet windows in which a spec
-// watches that nothing happens (issue 16's "install to uninstalled").
+// its lifecycle phases, without set-up, the leftovers check and the quiet windows.
 const installToUninstalled = "install-to-uninstalled"
 
 var lifecyclePhases = []string{"install", "operands-reconciled", "uninstall-requested", "operands-gone", "csv-gone"}

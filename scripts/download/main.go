@@ -1,15 +1,11 @@
-// Command download fetches the prebuilt binaries of the conventional online paths, so that a machine
-// which can reach them compiles none of them (the first make test or make e2e otherwise spends ≈ 12 of
-// its minutes on 2 cores building Kubernetes and OLM from source):
+// Command download fetches prebuilt binaries from the conventional online paths, so a machine that can
+// reach them need not compile them:
 //
-//   - file: one release file, checked against the SHA-256 published beside it — Kubernetes' binaries
-//     from dl.k8s.io with their .sha256 (what Kubernetes' install docs tell users to check);
-//   - image: files out of a container image named by digest — OLM's binaries out of the olm image its
-//     release manifests pin (the image is content-addressed, so the digest is the check).
+//   - file: one release file, checked against the SHA-256 published beside it (Kubernetes' binaries);
+//   - image: files out of a container image named by digest, which is the check (OLM's binaries).
 //
-// It fails saying what it could not reach; the scripts then build from source (scripts/build-kube.sh,
-// scripts/build-olm.sh). It writes nothing that was not checked, and replaces an output only once the
-// whole file is there.
+// It fails saying what it could not reach, and the scripts then build from source. It writes nothing
+// unchecked, and replaces an output only once the whole file is there.
 //
 // Usage:
 //
@@ -29,9 +25,8 @@ import (
 	"time"
 )
 
-// transport gives up on a host that takes connections but does not answer within seconds (a firewall
-// dropping packets, a stalled proxy) instead of waiting for the whole -timeout: the scripts then build
-// from source. Both modes use it.
+// transport gives up on a host that takes connections but does not answer within seconds, instead of
+// waiting for the whole -timeout.
 var transport = func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext

@@ -1,8 +1,7 @@
-// Command junitsum prints one closing line, "N passed, N failed, N skipped", over JUnit XML files,
-// preceded by one line per failed test with the message that says why (so the tail of a CI log names
-// the cause, not only the count), and fails when a file is missing (a runner that crashed before writing it must not look green). With
-// -per-test it reads the files as repeated runs instead and prints, per test, how often it ran, how
-// often it failed and its first failure message (scripts/flake-hunt.sh).
+// Command junitsum prints "N passed, N failed, N skipped" over JUnit XML files, preceded by a line per
+// failed test with its failure message, so a CI log's tail names the cause. It fails when a file is
+// missing: a runner that crashed before writing one must not look green. With -per-test it treats the
+// files as repeated runs and prints per test its runs, failures and first failure message.
 package main
 
 import (

@@ -35,7 +35,7 @@ COPY $entry /usr/local/bin/$entry
 LABEL io.cleanup-e2e.input=$input
 ENTRYPOINT ["/usr/local/bin/$entry"]
 DOCKERFILE
-  # the legacy builder (no BuildKit on Docker 20.10 here) warns on stderr: show it only on failure
+  # the legacy builder warns on stderr: show it only on failure
   DOCKER_BUILDKIT=0 docker build -q -t "$image" "$ctx" >/dev/null 2>"$ctx.err" || { cat "$ctx.err" >&2; rm -f "$ctx.err"; return 1; }
   rm -f "$ctx.err"
 }

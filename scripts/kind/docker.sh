@@ -1,16 +1,10 @@
 #!/usr/bin/env bash
-# Makes a Docker engine usable for kind on this machine, idempotently:
-#   - installs docker.io (Debian apt) when dockerd is missing;
-#   - when the kernel withholds CAP_SYS_RESOURCE from the bounding set (these VMs do), every
-#     `docker run --privileged` fails in runc ("unable to apply caps: operation not permitted"), and
-#     kind always uses --privileged. The workaround: a runc wrapper, registered as dockerd's default
-#     runtime, that removes CAP_SYS_RESOURCE from the OCI spec (config.json for create/run,
-#     process.json for exec) before exec'ing the real runc. Nothing else changes: --privileged still
-#     gives read-write cgroup mounts, all devices, unmasked /proc and /sys, which kind's node needs.
-#     It is only installed when the capability is actually missing;
-#   - starts dockerd (overlay2) when none runs, logging to $DOCKERD_LOG, and waits for `docker info`;
-#   - reuses a running dockerd, but fails clearly if it lacks the workaround it needs;
-#   - proves it: `docker run --privileged` of a FROM-scratch image (the pause image) must work.
+# Makes a Docker engine usable for kind on this machine, idempotently: installs docker.io when dockerd
+# is missing, starts dockerd (overlay2, log in $DOCKERD_LOG) or reuses a running one, and proves that
+# `docker run --privileged` works.
+# Where the kernel withholds CAP_SYS_RESOURCE from the bounding set, runc fails every --privileged
+# container, which kind needs: dockerd's default runtime is then a runc wrapper that drops just that
+# capability from the OCI spec.
 #
 # Usage: scripts/kind/docker.sh           (set DOCKER_CHECK_ONLY=1 to check without installing/starting)
 . "$(dirname "$0")/lib.sh"

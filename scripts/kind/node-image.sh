@@ -1,22 +1,17 @@
 #!/usr/bin/env bash
-# Builds the kind node image for Kubernetes $KUBE_VERSION from locally built binaries, without pulling
-# anything (kind's own `build node-image` pulls its base image and the control-plane images):
-#
-#   1. rootfs: debootstrap bookworm (minbase + systemd, containerd, runc, iptables, CNI plugins, ...),
-#      imported as $NODE_IMAGE_REPO-rootfs:<hash>;
-#   2. binaries: scripts/build-kube.sh (7 binaries), build-etcd.sh, build-coredns.sh, build-crictl.sh,
-#      scripts/kind/build-pause.sh;
-#   3. base: images/kind-node/Dockerfile (the node's entrypoint, units, containerd/CNI config) on it;
+# Builds the kind node image for Kubernetes $KUBE_VERSION from locally built binaries, pulling nothing
+# (kind's own `build node-image` pulls its base and control-plane images):
+#   1. rootfs: debootstrap bookworm with systemd, containerd, runc, iptables, CNI plugins, ...;
+#   2. binaries: scripts/build-{kube,etcd,coredns,crictl}.sh, scripts/kind/build-pause.sh;
+#   3. base: images/kind-node/Dockerfile (entrypoint, units, containerd/CNI config) on the rootfs;
 #   4. control-plane images tagged as `kubeadm config images list` says: FROM scratch, except kube-proxy
-#      (on images/iptables: the rootfs's iptables tools and their libraries, 6 MB);
-#   5. node: binaries copied in, images imported into the node's containerd (streamed over stdin),
-#      committed as $NODE_IMAGE_REPO:$KUBE_VERSION-<hash of all inputs>.
-#
-# Every step is skipped while its inputs are unchanged. An image only gets its final tag from the
-# `docker commit` of a complete build, and $KIND_CACHE/node-image (read by framework/cluster/kind) is
-# written last, so an interrupted build is never reused.
-# Where kindest/node:$KUBE_VERSION can be pulled (checked with a short timeout), that image is used
-# instead; NODE_IMAGE_UPSTREAM=0 skips the check.
+#      (on images/iptables);
+#   5. node: binaries copied in, images imported into its containerd, committed as
+#      $NODE_IMAGE_REPO:$KUBE_VERSION-<hash of all inputs>.
+# Each step is skipped while its inputs are unchanged. Only a complete build gets the final tag, and
+# $KIND_CACHE/node-image (read by framework/cluster/kind) is written last, so an interrupted build is
+# never reused. Where kindest/node:$KUBE_VERSION can be pulled, it is used instead
+# (NODE_IMAGE_UPSTREAM=0: don't try).
 #
 # Usage: scripts/kind/node-image.sh [--rootfs-only]   prints the node image name on stdout
 . "$(dirname "$0")/lib.sh"
@@ -36,7 +31,7 @@ sha() { sha256sum | cut -c1-64; }
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 label_of() { docker image inspect --format "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true; }
 
-# Run alone it makes sure Docker runs; scripts/e2e.sh has just done so and says so.
+# Make sure Docker runs, unless scripts/e2e.sh just did.
 [ "${CLEANUP_E2E_DOCKER_READY:-}" = 1 ] || "$KIND_DIR/docker.sh"
 
 # --- 0. upstream image, where it can be had
@@ -154,7 +149,7 @@ node_hash=$( {
 NODE_IMAGE=$NODE_IMAGE_REPO:$KUBE_VERSION-$node_hash
 build_node() {
   local c=cleanup-e2e-node-build-$node_hash
-  # a complete build peaks at ≈ 3.5 GB in Docker's data root with one cluster running (docs/kind.md)
+  # what a build needs in Docker's data root: docs/kind.md
   require_free_space "$(docker_root)" 3 "building the kind node image (Docker's data root)"
   docker rm -f "$c" >/dev/null 2>&1 || true # leftover of a killed build
   # removed however this ends (error, Ctrl-C): an unfinished build never gets the node image's tag

@@ -5,7 +5,7 @@
 #     them after each build; this catches builds that were interrupted);
 #   - dangling images carrying this project's labels (left behind when a rebuild moved a tag).
 # --all also removes every image this project built (node image and its pieces, control-plane images,
-# OLM, controller, fixture, bundle and catalog images): the next `make e2e` rebuilds them (≈ 5 min, the
+# OLM, controller, fixture, bundle and catalog images): the next `make e2e` rebuilds them (the
 # binaries stay in $CACHE_DIR). Running kind clusters are never touched (delete them with
 # `CLEANUP_E2E_KIND_CLUSTER=<name> go run ./scripts/kind/cluster down`); an image a container uses stays.
 #

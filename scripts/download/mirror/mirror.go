@@ -1,7 +1,5 @@
 // Package mirror serves local stand-ins for the release hosts the toolchain scripts download from, so
-// the online paths are tested without a network: a file server in dl.k8s.io's layout and an OCI
-// registry holding a multi-platform image by digest (scripts/download's tests and scripts'
-// release_download_test.go).
+// the online paths are tested without a network: a file server and an OCI registry.
 package mirror
 
 import (

@@ -1,6 +1,5 @@
-// Command cluster manages the kind tier's shared cluster for scripts/e2e.sh, with the same Go code the
-// suites use (framework/testenv.SetUpKind), so that its set-up is timed on its own and the suites only
-// reuse it:
+// Command cluster manages the kind tier's shared cluster for scripts/e2e.sh with the suites' own code
+// (framework/testenv.SetUpKind), so its set-up is timed on its own and the suites only reuse it:
 //
 //	go run ./scripts/kind/cluster up            create or reuse $CLEANUP_E2E_KIND_CLUSTER (default cleanup-e2e), load images, install OLM
 //	go run ./scripts/kind/cluster logs DIR      kind's export logs (node journal, kubelet, containerd, pods)
