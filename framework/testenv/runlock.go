@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
+	"github.com/cleanup-e2e/cleanup-e2e/internal/kindsetup"
 )
 
 // A shared cluster (kind, existing) serves several runs at once — the test binaries of `go test ./...`,
@@ -55,7 +56,7 @@ import (
 func runLockPath(in Config) string {
 	dir := filepath.Join(os.TempDir(), "cleanup-e2e-kind")
 	if in.ProviderName() == "kind" {
-		return filepath.Join(dir, KindClusterName()+".run.lock")
+		return filepath.Join(dir, kindsetup.ClusterName()+".run.lock")
 	}
 	h := sha256.Sum256([]byte(existingClusterKey()))
 	return filepath.Join(dir, "existing-"+hex.EncodeToString(h[:])[:16]+".run.lock")

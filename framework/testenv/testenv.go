@@ -27,6 +27,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1/incluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/stack"
+	"github.com/cleanup-e2e/cleanup-e2e/internal/kindsetup"
 )
 
 // Input is Config's earlier name.
@@ -283,7 +284,7 @@ func newProvider(ctx context.Context, in Config) (cluster.Provider, error) {
 		return existing.New(ctx, existing.WithName(in.Name), existing.WithLogger(in.Log.WithName(in.Name)),
 			existing.WithContext(envvar.KubeContext.Get()))
 	case "kind":
-		return SetUpKind(ctx, in.Log.WithName("kind"), in.KeepCluster, in.Images...)
+		return kindsetup.SetUp(ctx, in.Log.WithName("kind"), in.KeepCluster, in.Images...)
 	default:
 		return nil, fmt.Errorf("%s=%q: unknown provider (known: envtest, existing, kind)", envvar.Provider.Name, name)
 	}

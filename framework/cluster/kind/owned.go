@@ -1,9 +1,12 @@
 package kind
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 )
 
 // The provider deletes only kind clusters it created. A cluster of the name it was given that it did
@@ -53,7 +56,19 @@ func errNotOurs(name, why string) error {
 		"(CLEANUP_E2E_KIND_CLUSTER, kind.WithName)", name, why, name)
 }
 
-// ForgetCluster drops the provider's note that it created cluster name, for a cluster deleted
-// without the provider (scripts/kind/cluster down): a cluster made later under that name by someone
-// else must not count as the provider's.
-func ForgetCluster(name string) { forgetCreated(name) }
+// DeleteCluster deletes the cluster WithName names when the provider created it (one it did not create
+// is left alone, with an error saying so) and the providers' kubeconfig copies of it: the end of a
+// cluster kept with WithKeepCluster, such as make e2e's shared one. No cluster of that name: nothing
+// to delete. Options other than WithName, WithLogger and WithWorkRoot are ignored.
+func DeleteCluster(opts ...Option) error {
+	o := defaults()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	p := &Provider{
+		opts:    o,
+		kind:    kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(kindLogger{o.log.WithName("kind")})),
+		workDir: filepath.Join(o.workRoot, "kind-"+o.name),
+	}
+	return errors.Join(p.deleteExisting("DeleteCluster"), os.RemoveAll(p.workDir))
+}

@@ -1,5 +1,5 @@
 // Command cluster manages the kind tier's shared cluster for scripts/e2e.sh with the suites' own code
-// (framework/testenv.SetUpKind), so its set-up is timed on its own and the suites only reuse it:
+// (internal/kindsetup), so its set-up is timed on its own and the suites only reuse it:
 //
 //	go run ./scripts/kind/cluster up            create or reuse $CLEANUP_E2E_KIND_CLUSTER (default cleanup-e2e), load images, install OLM
 //	go run ./scripts/kind/cluster logs DIR      kind's export logs (node journal, kubelet, containerd, pods)
@@ -11,16 +11,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/kind"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/testenv"
+	"github.com/cleanup-e2e/cleanup-e2e/internal/kindsetup"
 )
 
 func main() {
@@ -37,13 +35,13 @@ func run(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "[%s] %s %s\n", time.Now().Format("15:04:05"), prefix, args)
 	}, funcr.Options{})
 	ctrllog.SetLogger(log.WithName("controller-runtime"))
-	name := testenv.KindClusterName()
+	name := kindsetup.ClusterName()
 	if len(args) == 0 {
 		args = []string{"up"}
 	}
 	switch args[0] {
 	case "up":
-		_, err := testenv.SetUpKind(ctx, log.WithName("kind"), true)
+		_, err := kindsetup.SetUp(ctx, log.WithName("kind"), true)
 		return err
 	case "logs":
 		if len(args) != 2 {
@@ -56,14 +54,8 @@ func run(ctx context.Context, args []string) error {
 		defer p.Stop(ctx)
 		return p.CollectArtifacts(ctx, args[1])
 	case "down":
-		p := kindcluster.NewProvider(kindcluster.ProviderWithDocker())
 		start := time.Now()
-		if err := p.Delete(name, ""); err != nil {
-			return err
-		}
-		kind.ForgetCluster(name)
-		// the providers' kubeconfig copies (kind.WithWorkRoot's default root)
-		if err := os.RemoveAll(filepath.Join(os.TempDir(), "cleanup-e2e-kind", "kind-"+name)); err != nil {
+		if err := kind.DeleteCluster(kind.WithName(name), kind.WithLogger(log)); err != nil {
 			return err
 		}
 		log.Info("deleted kind cluster", "name", name, "took", time.Since(start).Round(time.Millisecond).String())
