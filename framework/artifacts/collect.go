@@ -12,11 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,8 +48,9 @@ type CollectInput struct {
 	Namespaces []string
 	// Spec names the failed spec; it becomes the directory name.
 	Spec string
-	// ClusterKinds are cluster-scoped kinds to dump in full (default: CRDs of operators.coreos.com are
-	// namespaced; ClusterRoles/Bindings labelled by OLM are always dumped).
+	// ClusterKinds are cluster-scoped kinds to dump in full, to cluster/<kind>.<group>.yaml, besides
+	// OLM v1's ClusterExtensions (always, when served; CRDs of operators.coreos.com are namespaced;
+	// ClusterRoles/Bindings labelled by OLM are always dumped).
 	ClusterKinds []schema.GroupVersionKind
 }
 
@@ -79,6 +83,7 @@ func Collect(ctx context.Context, in CollectInput) (string, error) {
 		}
 	}
 	errs = append(errs, dumpOLMClusterRBAC(ctx, in.Client, filepath.Join(dir, "cluster")))
+	errs = append(errs, dumpClusterKinds(ctx, in.Client, append(slices.Clone(alwaysClusterKinds), in.ClusterKinds...), filepath.Join(dir, "cluster")))
 	if in.Provider != nil {
 		errs = append(errs, in.Provider.CollectArtifacts(ctx, filepath.Join(dir, "provider")))
 	}
@@ -243,10 +248,51 @@ func dumpOLMClusterRBAC(ctx context.Context, c client.Client, dir string) error 
 	return errors.Join(errs...)
 }
 
+// alwaysClusterKinds are dumped in full whenever the server serves them: OLM v1's ClusterExtensions
+// (their finalizers, deletionTimestamp and conditions, operand-cleanup's cleanup-e2e.io/Uninstall too,
+// say where an uninstall stopped).
+var alwaysClusterKinds = []schema.GroupVersionKind{{Group: "olm.operatorframework.io", Version: "v1", Kind: "ClusterExtension"}}
+
+// dumpClusterKinds dumps every object of the cluster-scoped kinds to dir/<kind>.<group>.yaml; a kind
+// the server does not serve (no OLM v1) is skipped.
+func dumpClusterKinds(ctx context.Context, c client.Client, gvks []schema.GroupVersionKind, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, gvk := range gvks {
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			if !meta.IsNoMatchError(err) && !discovery.IsGroupDiscoveryFailedError(err) && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("listing %s: %w", gvk.Kind, err))
+			}
+			continue
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		errs = append(errs, writeYAML(filepath.Join(dir, strings.ToLower(gvk.Kind)+"."+gvk.Group+".yaml"), list.Items))
+	}
+	return errors.Join(errs...)
+}
+
+// ownerKindLabel marks what operator-controller installed: those objects keep their managedFields,
+// which name who last wrote their ownerReferences (the garbage collector, operator-controller's helm
+// apply, the operand-cleanup controller's holds) and when.
+const ownerKindLabel = "olm.operatorframework.io/owner-kind"
+
 func writeYAML(path string, items []unstructured.Unstructured) error {
 	var b strings.Builder
 	for _, it := range items {
-		it.SetManagedFields(nil)
+		if it.GetLabels()[ownerKindLabel] == "" {
+			it.SetManagedFields(nil)
+		}
 		data, err := yaml.Marshal(it.Object)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package specs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -73,7 +74,7 @@ func (x *Extension) ExpectUninstalled(ctx context.Context, foreground bool) {
 	for _, d := range x.csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
 		key := types.NamespacedName{Namespace: x.all[0], Name: d.Name}
 		x.g.Eventually(func() error { return x.c.Get(ctx, key, &appsv1.Deployment{}) }).WithContext(ctx).WithTimeout(timeout).
-			Should(matchers.BeGone(), "operator Deployment %s should be gone with ClusterExtension %s", key, x.name)
+			Should(matchers.BeGone(), func() string { return x.explainDeploymentStays(ctx, key) })
 		if d.Spec.Selector == nil {
 			continue
 		}
@@ -95,6 +96,58 @@ func (x *Extension) explainExtensionStays(ctx context.Context) string {
 	conds, _ := olmv1.Conditions(live)
 	return fmt.Sprintf("ClusterExtension %s should be gone; it has deletionTimestamp %v, finalizers %v, conditions: %s",
 		x.name, live.GetDeletionTimestamp(), live.GetFinalizers(), olmv1.DescribeConditions(conds))
+}
+
+// explainDeploymentStays says why the operator's Deployment is still there: what owns it and whether
+// anything deletes it (no ownerReferences and no deletionTimestamp: orphaned, nothing ever will), and
+// the ClusterExtension's state (gone or not, finalizers, the operand-cleanup controller's condition).
+func (x *Extension) explainDeploymentStays(ctx context.Context, key types.NamespacedName) string {
+	msg := fmt.Sprintf("operator Deployment %s should be gone with ClusterExtension %s", key, x.name)
+	dep := &appsv1.Deployment{}
+	if err := x.c.Get(ctx, key, dep); err != nil {
+		msg += fmt.Sprintf("; reading it: %v", err)
+	} else {
+		var refs []string
+		for _, r := range dep.OwnerReferences {
+			refs = append(refs, fmt.Sprintf("%s %s (uid %s, controller %t, blockOwnerDeletion %t)", r.Kind, r.Name, r.UID,
+				r.Controller != nil && *r.Controller, r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion))
+		}
+		state := "ownerReferences: none"
+		if len(refs) > 0 {
+			state = "ownerReferences: " + strings.Join(refs, ", ")
+		}
+		if dep.DeletionTimestamp == nil {
+			state += "; not being deleted"
+			if len(refs) == 0 {
+				state += " (orphaned: the garbage collector will never delete it)"
+			}
+		} else {
+			state += fmt.Sprintf("; deletionTimestamp %s", dep.DeletionTimestamp.UTC().Format(time.RFC3339))
+		}
+		msg += fmt.Sprintf("; it has %s; finalizers %v; resourceVersion %s; labels %v", state, dep.Finalizers, dep.ResourceVersion, dep.Labels)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+	switch err := x.c.Get(ctx, client.ObjectKeyFromObject(x.ce), live); {
+	case apierrors.IsNotFound(err):
+		msg += fmt.Sprintf("; ClusterExtension %s (uid %s) is gone", x.name, x.ce.GetUID())
+	case err != nil:
+		msg += fmt.Sprintf("; reading ClusterExtension %s: %v", x.name, err)
+	default:
+		msg += fmt.Sprintf("; ClusterExtension %s exists (uid %s), deletionTimestamp %v, finalizers %v", x.name, live.GetUID(), live.GetDeletionTimestamp(), live.GetFinalizers())
+		conds, _ := olmv1.Conditions(live)
+		found := false
+		for _, c := range conds {
+			if c.Type == uninstallCondition {
+				msg += fmt.Sprintf(", condition %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+				found = true
+			}
+		}
+		if !found {
+			msg += ", no " + uninstallCondition + " condition; conditions: " + olmv1.DescribeConditions(conds)
+		}
+	}
+	return msg
 }
 
 // Verdicts gives each sample its verdict (olmv1.Judge): finalized by its operator, removed before the

@@ -124,7 +124,7 @@ func Start(ctx context.Context, in Config) (*Env, error) {
 	done = budget.Start("setup "+in.Name, "stack-ready", failed)
 	var v1 *incluster.Running
 	first := func(ctx context.Context) (err error) { // OLM v1 on kind: what the kind provider brings, as envtest's does
-		if in.Stack.OLMv1 && p.Kind() == "kind" {
+		if in.Stack.OLMv1 && in.LoadsImages() { // its managers run from the images loaded into the nodes
 			v1, err = olmv1OnKind(ctx, env.Client, in.Log.WithName("olmv1"))
 		}
 		return err

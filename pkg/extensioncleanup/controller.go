@@ -66,10 +66,23 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if _, err := r.sweep(ctx, ""); err != nil {
-			log.FromContext(ctx).Error(err, "sweeping holds at start")
+		// Retried: no event brings a ClusterExtension that went while the controller was down back to
+		// Reconcile, and an object it held keeps the holder's reference until a sweep succeeds.
+		for attempt := 1; ; attempt++ {
+			_, err := r.sweep(ctx, "")
+			if err == nil {
+				return nil
+			}
+			log.FromContext(ctx).Error(err, "sweeping holds at start", "attempt", attempt)
+			if attempt == 5 {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
 		}
-		return nil
 	}))
 }
 

@@ -74,7 +74,15 @@
 //     The controller never writes UninstallAnnotation.
 //  6. Releasing leaves what the GC would have left: the holder's reference goes before Finalizer, and an
 //     object the GC stripped of X's reference gets it back, so a hold never orphans an object; only orphan
-//     mode leaves objects (the CRDs) behind, and marks them.
+//     mode leaves objects (the CRDs) behind, and marks them. Whatever the order of the GC's strips,
+//     operator-controller's re-applies and this controller's passes, no object of X is left with neither
+//     X's reference nor the holder's: the holder's is added only while X, read live (same UID), carries
+//     Finalizer (hold; a deleted X is reconciled only as read live), so nothing is held again once
+//     release began; the sweep leaves the holder's reference to an armed ClusterExtension of X's name
+//     (its release gives its reference back); and an object whose only reference is the holder's once
+//     X is gone (the GC stripped X's beside the holder) gets, in place of the holder's, a reference to
+//     the gone X (sweepOne), which the GC finds absent and deletes the object for, as it would have
+//     without the hold. The controller never deletes these objects itself (it has no delete verb on them).
 //
 // The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is
 // upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); and orphan with

@@ -3,6 +3,7 @@ package extensioncleanup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -145,6 +147,16 @@ func (r *Reconciler) setRefs(ctx context.Context, o *metav1.PartialObjectMetadat
 // trailing reference would cause on a CRD, and typed objects get a three-way strategic merge keyed by
 // UID (docs/olm-v1.md). It returns what is held.
 func (r *Reconciler) hold(ctx context.Context, ce *unstructured.Unstructured, holder metav1.OwnerReference, kinds ...schema.GroupVersionKind) ([]string, error) {
+	// Invariant (doc.go, invariant 6): the holder's reference is added only while the live
+	// ClusterExtension, the very object (UID), carries Finalizer. finish removes Finalizer only after
+	// release, and reconciles of one ClusterExtension never run at once, so nothing is held again once
+	// release began: a cached copy lagging behind finish (a status event queued before the finalizer
+	// went) would otherwise give the holder back to objects release had just given back to the
+	// ClusterExtension; the GC then strips the gone ClusterExtension's reference beside that live
+	// owner, and the object keeps the holder's reference alone.
+	if ok, err := r.armedLive(ctx, ce); err != nil || !ok {
+		return nil, err
+	}
 	objs, err := r.installed(ctx, ce, holder.UID, kinds...)
 	if err != nil {
 		return nil, err
@@ -164,6 +176,17 @@ func (r *Reconciler) hold(ctx context.Context, ce *unstructured.Unstructured, ho
 	}
 	sort.Strings(held)
 	return held, nil
+}
+
+// armedLive reports whether the ClusterExtension, read from the API server (not the cache), is the same
+// object (UID) and carries Finalizer.
+func (r *Reconciler) armedLive(ctx context.Context, ce *unstructured.Unstructured) (bool, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(ClusterExtensionGVK)
+	if err := r.live.Get(ctx, types.NamespacedName{Name: ce.GetName()}, live); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return live.GetUID() == ce.GetUID() && slices.Contains(live.GetFinalizers(), Finalizer), nil
 }
 
 // release drops the holder reference from the extension's objects. An object the garbage collector
@@ -291,6 +314,13 @@ func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetada
 		// if it is opted in.
 	case live && (refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || orphanOf == orphanKey(ce)):
 		return false, nil // its ClusterExtension is there: its reconcile decides
+	case live && !orphan && slices.Contains(ce.GetFinalizers(), Finalizer):
+		// A ClusterExtension of the name is armed: the object lost its reference to the GC in a foreground
+		// deletion that is still held (the sweep at start runs during uninstalls), or waits for a new
+		// one's install to adopt it. installed() finds it by the holder's reference, and that
+		// reconcile's release gives it the ClusterExtension's: dropping the holder here would leave it
+		// with no reference that anything can find or give back.
+		return false, nil
 	case orphan && !equalRefs(o.OwnerReferences, orphanRefs(o.OwnerReferences, "", holder.UID, holder.Name)):
 		// Not (or no longer) the orphan's pair, e.g. the gone ClusterExtension's reference back: the pair
 		// again (that reference is dangling, checked live just now; the GC would drop it beside a live owner).
@@ -311,7 +341,28 @@ func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetada
 			refs = append(refs, ref)
 		}
 	}
+	if len(refs) == 0 && !orphan {
+		// Invariant: a hold never leaves an object without an owner (doc.go, invariant 6). The holder's
+		// reference is its only one: the GC stripped the ClusterExtension's beside it (foreground
+		// deletion, or the ClusterExtension gone while it was held), and that ClusterExtension is gone
+		// (read live just now: none of the name, or one of another UID that is not armed). Dropping the
+		// holder alone would orphan the object for good (the GC never deletes an object without owner
+		// references: attemptToDeleteItem returns at once). It gets a reference to the gone
+		// ClusterExtension instead, as release gives one back; the UID is recorded nowhere, so a fresh
+		// one, which the GC treats the same (isDangling: an owner not found, or found with another UID,
+		// is absent) and deletes the object, its owners all gone, as it would have without the hold. A
+		// new ClusterExtension of the name that adopts it meanwhile fails this patch (resourceVersion) or,
+		// after it, adds its own controller reference, beside which the GC drops this dangling one. Not a
+		// controller reference (so that an adoption is not refused), not blocking.
+		refs = []metav1.OwnerReference{goneExtensionRef(name)}
+	}
 	return false, client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
+}
+
+// goneExtensionRef is a reference to the ClusterExtension name, gone: the GC finds it absent.
+func goneExtensionRef(name string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: ClusterExtensionGVK.GroupVersion().String(), Kind: ClusterExtensionGVK.Kind,
+		Name: name, UID: uuid.NewUUID()}
 }
 
 // orphanRefs are an orphaned CRD's owner references until sweep drops them: the ClusterExtension's is

@@ -42,18 +42,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ce.SetGroupVersionKind(ClusterExtensionGVK)
 	if err := r.client.Get(ctx, req.NamespacedName, ce); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.Name)
-			// An orphan's CRDs keep the holder until the GC has stripped the gone ClusterExtension's reference.
-			pending, err := r.sweep(ctx, req.Name)
-			if pending && err == nil {
-				return ctrl.Result{RequeueAfter: time.Second}, nil
-			}
-			if err == nil {
-				r.mu.Lock()
-				delete(r.goneAt, req.Name)
-				r.mu.Unlock()
-			}
-			return ctrl.Result{}, err
+			return r.gone(ctx, req.Name)
 		}
 		return ctrl.Result{}, err
 	}
@@ -77,6 +66,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ours {
 		return ctrl.Result{}, nil // deleted before it was opted in (or after the uninstall was over)
 	}
+	// The cache may lag behind this reconciler's own finish (a status event queued before the finalizer
+	// went): a deleted ClusterExtension is acted on only as read live, so that a stale copy never runs
+	// a pass (and its hold) again after release; gone, its holds are swept.
+	fresh := &unstructured.Unstructured{}
+	fresh.SetGroupVersionKind(ClusterExtensionGVK)
+	if err := r.live.Get(ctx, req.NamespacedName, fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return r.gone(ctx, req.Name)
+		}
+		return ctrl.Result{}, err
+	}
+	if fresh.GetUID() != ce.GetUID() {
+		return r.gone(ctx, req.Name) // gone, and another ClusterExtension of the name already (its own events follow)
+	}
+	if !slices.Contains(fresh.GetFinalizers(), Finalizer) {
+		return ctrl.Result{}, nil // finished already
+	}
+	ce = fresh
+	m, _ = mode(ce)
 	holder, err := r.holder(ctx)
 	if err != nil {
 		// Without a holder nothing was held: only a ClusterExtension held by the finalizer waits, and says why.
@@ -93,6 +101,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		return r.cleanup(ctx, ce, holder)
 	}
+}
+
+// gone handles a ClusterExtension that no longer exists: its holds are swept (sweepOne); an orphan's
+// CRDs keep the holder until the GC has stripped the gone ClusterExtension's reference.
+func (r *Reconciler) gone(ctx context.Context, name string) (ctrl.Result, error) {
+	r.forget(name)
+	pending, err := r.sweep(ctx, name)
+	if pending && err == nil {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if err == nil {
+		r.mu.Lock()
+		delete(r.goneAt, name)
+		r.mu.Unlock()
+	}
+	return ctrl.Result{}, err
 }
 
 // arm prepares an opted-in, installed ClusterExtension: the finalizer (so that a background deletion

@@ -57,7 +57,7 @@ func bundle() string {
 	return root + "/bundle"
 }
 
-var _ = specs.OperandCleanupSpec(context.Background(), specs.OperandCleanupSpecInput{
+var _ = specs.DescribeOperandCleanup(specs.OperandCleanupSpecInput{
 	Environment: clusterUnderTest,
 	Name:        "memcached-scaffold",
 	BundleDir:   bundleDir,

@@ -1,7 +1,6 @@
 package uninstall
 
 import (
-	"context"
 	"testing"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
@@ -11,4 +10,4 @@ import (
 
 func TestUninstall(t *testing.T) { suite.RunSpecs(t, "memcached-operator uninstall") }
 
-var _ = specs.OperandCleanupSpec(context.Background(), Spec(suite.Environment(Cluster()), Bundle(envvar.Provider.Get())))
+var _ = specs.DescribeOperandCleanup(Spec(suite.Environment(Cluster()), Bundle(envvar.Provider.Get())))

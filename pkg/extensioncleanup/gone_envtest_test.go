@@ -1,0 +1,229 @@
+package extensioncleanup_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
+)
+
+// These tests force, without timing luck, the interleavings that left an opted-in extension's operator
+// Deployment (and ServiceAccount) with no owner reference at all after a foreground uninstall
+// (TestOLMv1Cases gizmo-operator, delete-operands, Foreground): the garbage collector strips the
+// ClusterExtension's reference from an object beside the holder's live one, and the ClusterExtension
+// goes while the object still carries the holder's alone (here: its Finalizer removed while the
+// controller is stopped; in the failure: a reconcile of a stale cached copy holding again what finish
+// had just released). Before the fix the sweep of the gone ClusterExtension dropped that last reference.
+
+// TestSweepGivesHeldObjectsOfAGoneExtensionToTheGC: every held object of a ClusterExtension that went
+// while they carried the holder's reference alone is, after the sweep, deleted by the GC; none is left
+// without an owner reference.
+func TestSweepGivesHeldObjectsOfAGoneExtensionToTheGC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
+	e.deleteWidgets(ctx, t)
+	e.stop()
+	// Foreground: the GC strips the ClusterExtension's reference beside the holder's (operator-controller,
+	// which keeps reconciling the deleted ClusterExtension, may give it back for a while).
+	e.deleteCE(ctx, t, metav1.DeletePropagationForeground)
+	e.removeFinalizer(ctx, t, extensioncleanup.Finalizer) // the holds stay: what the stale reconcile's hold amounted to
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "the ClusterExtension to go", func() (bool, string) {
+		u := e.liveCE(ctx)
+		return u == nil, fmt.Sprintf("still there, finalizers %v", finalizersOf(u))
+	})
+	// The state the failure ended in before the sweep: the holder's reference alone (a ClusterExtension
+	// reference operator-controller gave back is dangling now: stripped beside the live holder too).
+	e.waitHolderOnly(ctx, t)
+
+	e.start(ctx, t, fast) // the sweep at start: no ClusterExtension of the name exists
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "every held object to go", func() (bool, string) {
+		left := e.heldLeft(ctx, t)
+		return len(left) == 0, fmt.Sprint(left)
+	})
+}
+
+// TestStaleCopyOfAFinishedExtensionHoldsNothing: a reconcile of a copy read before the uninstall
+// finished (the cache lagging behind the controller's own finish) holds nothing again: the object keeps
+// the ClusterExtension's reference alone, and goes with it.
+func TestStaleCopyOfAFinishedExtensionHoldsNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const keep = "test.cleanup-e2e.io/keep" // keeps the ClusterExtension after the controller's finish
+	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
+	e.deleteWidgets(ctx, t)
+	e.addFinalizer(ctx, t, keep)
+	e.stop()
+	e.deleteCE(ctx, t, metav1.DeletePropagationForeground)
+	// The GC done with the foreground deletion (no blocking dependent left): the references release
+	// gives back are then solid, nothing deletes the Deployment while the ClusterExtension is kept.
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "the GC to drop "+metav1.FinalizerDeleteDependents, func() (bool, string) {
+		u := e.liveCE(ctx)
+		return u != nil && !slices.Contains(u.GetFinalizers(), metav1.FinalizerDeleteDependents), fmt.Sprintf("finalizers %v", finalizersOf(u))
+	})
+	stale := e.liveCE(ctx)
+	if stale == nil || stale.GetDeletionTimestamp() == nil || !slices.Contains(stale.GetFinalizers(), extensioncleanup.Finalizer) {
+		t.Fatalf("want the ClusterExtension deleted and held by %s, got %v", extensioncleanup.Finalizer, stale)
+	}
+	e.start(ctx, t, fast) // no CR left: the uninstall finishes at once (release, then the finalizer off)
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "the controller's finish", func() (bool, string) {
+		u := e.liveCE(ctx)
+		return u != nil && !slices.Contains(u.GetFinalizers(), extensioncleanup.Finalizer), fmt.Sprintf("finalizers %v", finalizersOf(u))
+	})
+	e.stop()
+	waitFor(ctx, t, "the Deployment released to the ClusterExtension alone", func() (bool, string) {
+		refs := e.depRefs(ctx, t)
+		return len(refs) == 1 && refs[0].UID == e.ce.GetUID(), fmt.Sprintf("ownerReferences %+v", refs)
+	})
+
+	mgr, err := ctrl.NewManager(e.p.RESTConfig(), ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := extensioncleanup.ReconcileStale(ctx, mgr, fast, stale)
+	t.Logf("reconcile of the stale copy: %+v, %v", res, err)
+	if refs := e.depRefs(ctx, t); len(refs) != 1 || refs[0].UID != e.ce.GetUID() {
+		t.Errorf("a stale copy of the finished ClusterExtension must hold nothing again; Deployment %s has ownerReferences %+v", e.depKey, refs)
+	}
+	if err != nil {
+		t.Errorf("reconcile of the stale copy: %v", err)
+	}
+
+	e.removeFinalizer(ctx, t, keep)
+	e.start(ctx, t, fast)
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "every held object to go", func() (bool, string) {
+		left := e.heldLeft(ctx, t)
+		return len(left) == 0 && e.liveCE(ctx) == nil, fmt.Sprint(left)
+	})
+}
+
+// deleteWidgets deletes every Widget and waits until the running operator finalized them all.
+func (e *env) deleteWidgets(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, w := range e.widgets {
+		if err := e.c.Delete(ctx, w); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "every Widget finalized", func() (bool, string) {
+		for _, w := range e.widgets {
+			if err := e.c.Get(ctx, client.ObjectKeyFromObject(w), w.DeepCopy()); !apierrors.IsNotFound(err) {
+				return false, fmt.Sprintf("Widget %s/%s still there (%v)", w.GetNamespace(), w.GetName(), err)
+			}
+		}
+		return true, ""
+	})
+}
+
+// liveCE reads the ClusterExtension (nil when gone).
+func (e *env) liveCE(ctx context.Context) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(extensioncleanup.ClusterExtensionGVK)
+	if err := e.c.Get(ctx, client.ObjectKeyFromObject(e.ce), u); err != nil {
+		return nil
+	}
+	return u
+}
+
+func (e *env) addFinalizer(ctx context.Context, t *testing.T, f string) {
+	t.Helper()
+	e.patchFinalizers(ctx, t, func(fs []string) []string { return append(fs, f) })
+}
+
+func (e *env) removeFinalizer(ctx context.Context, t *testing.T, f string) {
+	t.Helper()
+	e.patchFinalizers(ctx, t, func(fs []string) []string { return slices.DeleteFunc(fs, func(s string) bool { return s == f }) })
+}
+
+func (e *env) patchFinalizers(ctx context.Context, t *testing.T, edit func([]string) []string) {
+	t.Helper()
+	waitFor(ctx, t, "the ClusterExtension's finalizers patched", func() (bool, string) {
+		u := e.liveCE(ctx)
+		if u == nil {
+			return false, "ClusterExtension gone"
+		}
+		orig := u.DeepCopy()
+		u.SetFinalizers(edit(slices.Clone(u.GetFinalizers())))
+		err := e.c.Patch(ctx, u, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+func (e *env) depRefs(ctx context.Context, t *testing.T) []metav1.OwnerReference {
+	t.Helper()
+	dep := &appsv1.Deployment{}
+	if err := e.c.Get(ctx, e.depKey, dep); err != nil {
+		t.Fatalf("Deployment %s: %v", e.depKey, err)
+	}
+	return dep.OwnerReferences
+}
+
+// waitHolderOnly waits until the operator's Deployment and ServiceAccount carry the holder's reference
+// and no ClusterExtension's.
+func (e *env) waitHolderOnly(ctx context.Context, t *testing.T) {
+	t.Helper()
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "the GC to strip the ClusterExtension's reference beside the holder's", func() (bool, string) {
+		for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.ServiceAccount{}} {
+			if err := e.c.Get(ctx, types.NamespacedName{Namespace: installNS, Name: deployment}, o); err != nil {
+				return false, err.Error()
+			}
+			refs := o.GetOwnerReferences()
+			if len(refs) != 1 || refs[0].Name != extensioncleanup.DefaultHolderName {
+				return false, fmt.Sprintf("%T %s: ownerReferences %+v", o, o.GetName(), refs)
+			}
+		}
+		return true, ""
+	})
+}
+
+// heldLeft names the extension's objects of the held kinds (operator-controller's owner labels) that
+// still exist and are not being deleted, with their owner references; an orphaned one never goes.
+func (e *env) heldLeft(ctx context.Context, t *testing.T) []string {
+	t.Helper()
+	var left []string
+	for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceAccountList{}} {
+		if err := e.c.List(ctx, l, client.MatchingLabels{"olm.operatorframework.io/owner-kind": "ClusterExtension", "olm.operatorframework.io/owner-name": ceName}); err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range items {
+			o, err := meta.Accessor(item)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.GetDeletionTimestamp() == nil {
+				left = append(left, fmt.Sprintf("%T %s/%s (ownerReferences %+v)", o, o.GetNamespace(), o.GetName(), o.GetOwnerReferences()))
+			}
+		}
+	}
+	if crd := e.crd(ctx, t); crd != nil && crd.DeletionTimestamp == nil {
+		left = append(left, fmt.Sprintf("CRD %s (ownerReferences %+v)", crd.Name, crd.OwnerReferences))
+	}
+	return left
+}
+
+// finalizersOf is u's finalizers ("gone" when u is nil).
+func finalizersOf(u *unstructured.Unstructured) any {
+	if u == nil {
+		return "gone"
+	}
+	return u.GetFinalizers()
+}
