@@ -82,7 +82,7 @@ func Collect(ctx context.Context, in CollectInput) (string, error) {
 			errs = append(errs, PodLogs(ctx, cs, ns, filepath.Join(dir, "namespaces", ns, "logs")))
 		}
 	}
-	errs = append(errs, dumpOLMClusterRBAC(ctx, in.Client, filepath.Join(dir, "cluster")))
+	errs = append(errs, dumpOLMClusterObjects(ctx, in.Client, filepath.Join(dir, "cluster")))
 	errs = append(errs, dumpClusterKinds(ctx, in.Client, append(slices.Clone(alwaysClusterKinds), in.ClusterKinds...), filepath.Join(dir, "cluster")))
 	if in.Provider != nil {
 		errs = append(errs, in.Provider.CollectArtifacts(ctx, filepath.Join(dir, "provider")))
@@ -223,15 +223,22 @@ func eventTime(e corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// dumpOLMClusterRBAC dumps the cluster RBAC OLM made for operators and the copies operand cleanup keeps.
-func dumpOLMClusterRBAC(ctx context.Context, c client.Client, dir string) error {
+// dumpOLMClusterObjects dumps the cluster-scoped objects OLM made for operators (OLM v0's cluster RBAC,
+// OLM v1's cluster RBAC and CRDs, by their owner labels) and the copies operand cleanup keeps: their
+// owner references and finalizers say why one stayed after an uninstall.
+func dumpOLMClusterObjects(ctx context.Context, c client.Client, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	var errs []error
-	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
+		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
+	} {
+		kind := gvk.Kind
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: kind + "List"})
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(kind + "List"))
 		if err := c.List(ctx, list); err != nil {
 			errs = append(errs, err)
 			continue
@@ -239,7 +246,7 @@ func dumpOLMClusterRBAC(ctx context.Context, c client.Client, dir string) error 
 		var keep []unstructured.Unstructured
 		for _, it := range list.Items {
 			l := it.GetLabels()
-			if l["olm.owner"] != "" || l["app.kubernetes.io/managed-by"] == "operand-cleanup" {
+			if (l["olm.owner"] != "" && kind != "CustomResourceDefinition") || l["app.kubernetes.io/managed-by"] == "operand-cleanup" || l[ownerKindLabel] != "" {
 				keep = append(keep, it)
 			}
 		}

@@ -61,7 +61,7 @@ func crdsGone(ctx context.Context, c client.Client, n intervals.Name, names ...s
 				return false, err.Error()
 			}
 			if crd != nil {
-				return false, fmt.Sprintf("CRD %s still there (deletionTimestamp %v, conditions %v)", name, crd.DeletionTimestamp, crdConditions(crd))
+				return false, fmt.Sprintf("CRD %s still there (%s; finalizers %v; conditions %v)", name, ownerState(crd), crd.Finalizers, crdConditions(crd))
 			}
 		}
 		return true, ""

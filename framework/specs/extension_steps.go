@@ -3,7 +3,6 @@ package specs
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -107,23 +106,7 @@ func (x *Extension) explainDeploymentStays(ctx context.Context, key types.Namesp
 	if err := x.c.Get(ctx, key, dep); err != nil {
 		msg += fmt.Sprintf("; reading it: %v", err)
 	} else {
-		var refs []string
-		for _, r := range dep.OwnerReferences {
-			refs = append(refs, fmt.Sprintf("%s %s (uid %s, controller %t, blockOwnerDeletion %t)", r.Kind, r.Name, r.UID,
-				r.Controller != nil && *r.Controller, r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion))
-		}
-		state := "ownerReferences: none"
-		if len(refs) > 0 {
-			state = "ownerReferences: " + strings.Join(refs, ", ")
-		}
-		if dep.DeletionTimestamp == nil {
-			state += "; not being deleted"
-			if len(refs) == 0 {
-				state += " (orphaned: the garbage collector will never delete it)"
-			}
-		} else {
-			state += fmt.Sprintf("; deletionTimestamp %s", dep.DeletionTimestamp.UTC().Format(time.RFC3339))
-		}
+		state := ownerState(dep)
 		msg += fmt.Sprintf("; it has %s; finalizers %v; resourceVersion %s; labels %v", state, dep.Finalizers, dep.ResourceVersion, dep.Labels)
 	}
 	live := &unstructured.Unstructured{}

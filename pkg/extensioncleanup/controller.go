@@ -40,6 +40,8 @@ type ceState struct {
 	stallSince  time.Time
 	lastWarn    time.Time
 	lastWarnKey string
+	quietUntil  time.Time // a foreground wait ended: nothing is done before (gcSettle)
+	releasedAt  time.Time // the holds were released: the finalizer goes gcSettle later (letGo)
 }
 
 // New returns the controller for mgr.

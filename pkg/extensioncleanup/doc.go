@@ -24,10 +24,12 @@
 //     an object with a live owner (kube-controller-manager garbagecollector.go attemptToDeleteItem, the
 //     "solid" owners case), it only strips the references to owners that are gone or deleting in
 //     foreground. So both propagation policies are held: background by the finalizer (the GC starts on
-//     dependents only once the owner is gone from storage), foreground by the holder (the GC would delete
-//     blocking dependents at once, and a Deployment deleted in foreground loses its pods however it is
-//     finalized). A finalizer on the ServiceAccount would not do: kube-apiserver rejects a bound token of
-//     a ServiceAccount deleted more than jwt.DefaultLeeway (60 s) ago (pkg/serviceaccount/claims.go).
+//     dependents only once the owner is gone from storage), foreground by the holder until the controller
+//     removes the GC's foregroundDeletion finalizer (the GC would delete blocking dependents at once, and
+//     a Deployment deleted in foreground loses its pods however it is finalized); from then on a
+//     foreground deletion is held as a background one (invariant 6, event ForegroundEnded). A finalizer
+//     on the ServiceAccount would not do: kube-apiserver rejects a bound token of a ServiceAccount
+//     deleted more than jwt.DefaultLeeway (60 s) ago (pkg/serviceaccount/claims.go).
 //   - The extension's objects are found, live, by operator-controller's labels
 //     olm.operatorframework.io/owner-kind=ClusterExtension and owner-name=<name>, and are the
 //     ClusterExtension's only with its UID in their owner references (or, once the GC stripped it in a
@@ -38,7 +40,7 @@
 //     installs without the SingleOwnNamespaceInstallSupport gate); the condition ConditionType
 //     (cleanup-e2e.io/Uninstall) carries the pending count and the first Options.MaxPendingListed CRs
 //     with their finalizers; once none is left, checked live, the holds are released, the condition says
-//     CleanupCompleted (and an event), and the finalizer goes: the GC then removes the rest as upstream.
+//     CleanupCompleted (and an event), and the finalizer goes gcSettle later: the GC then removes the rest as upstream.
 //   - orphan, on deletion: the CRDs get OrphanedFromAnnotation and, instead of the ClusterExtension's
 //     reference, the holder's twice, the second as controller (orphanRefs: no helm-operator-plugins patch
 //     from a late operator-controller reconcile can give them back to the ClusterExtension); everything
@@ -72,24 +74,33 @@
 //     it and its finalizers.
 //  5. An opt-out is the user's explicit release: nothing more is deleted, everything is released at once.
 //     The controller never writes UninstallAnnotation.
-//  6. Releasing leaves what the GC would have left: the holder's reference goes before Finalizer, and an
-//     object the GC stripped of X's reference gets it back, so a hold never orphans an object; only orphan
-//     mode leaves objects (the CRDs) behind, and marks them. Whatever the order of the GC's strips,
-//     operator-controller's re-applies and this controller's passes, no object of X is left with neither
-//     X's reference nor the holder's: the holder's is added only while X, read live (same UID), carries
-//     Finalizer (hold; a deleted X is reconciled only as read live), so nothing is held again once
-//     release began; the sweep leaves the holder's reference to an armed ClusterExtension of X's name
-//     (its release gives its reference back); and an object whose only reference is the holder's once
-//     X is gone (the GC stripped X's beside the holder) gets, in place of the holder's, a reference to
-//     the gone X (sweepOne), which the GC finds absent and deletes the object for, as it would have
-//     without the hold. The controller never deletes these objects itself (it has no delete verb on them).
+//  6. Releasing leaves what the GC would have left: no object of X is left with neither X's reference
+//     nor the holder's. The holder's reference goes before Finalizer, and an object the GC stripped of
+//     X's reference gets it back. The holder's is added only while X, read live (same UID), carries
+//     Finalizer (hold; a deleted X is acted on only as read live), so nothing is held again once release
+//     began. The GC strips X's reference beside the live holder when X waits for its dependents
+//     (foregroundDeletion) or is gone, with a patch that has no resourceVersion, decided from a read of
+//     the object and then one of X (garbagecollector.go attemptToDeleteItem): one decided while the
+//     holder was there and applied after release removed it leaves nothing. So the controller removes
+//     foregroundDeletion from a held X at its first reconcile of the deletion (operator-controller
+//     would otherwise give X's reference back and the GC strip it again for as long as the hold lasts)
+//     and does nothing for gcSettle; and after release X keeps Finalizer for gcSettle (letGo, which
+//     releases again and waits again if anything changed), so X is neither waiting nor gone while a
+//     strip decided before the release can still land. The sweep leaves the holder's reference
+//     to an armed ClusterExtension of X's name (its release gives its reference back); an object whose
+//     only reference is the holder's once X is gone (X deleted while the controller was down) gets, in
+//     place of the holder's, a reference to the gone X (sweepOne), which the GC finds absent and deletes
+//     the object for, as it would have without the hold. The controller never deletes these objects
+//     itself (it has no delete verb on them).
 //
 // The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is
-// upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); and orphan with
-// foreground deletion: the GC strips the ClusterExtension's reference from a held CRD at once, and
-// operator-controller v1.2.0, which keeps reconciling a deleted ClusterExtension (no deletionTimestamp
-// check in ClusterExtensionReconciler.reconcile), can patch the CRD back to it before the controller
-// turns it into an orphan; the GC then deletes it. Background deletion has no such window.
+// upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); a strip the GC
+// took more than gcSettle to apply; and orphan with
+// foreground deletion, until foregroundDeletion goes: the GC strips the ClusterExtension's reference
+// from a held CRD at once, and operator-controller v1.2.0, which keeps reconciling a deleted
+// ClusterExtension (no deletionTimestamp check in ClusterExtensionReconciler.reconcile), can patch the
+// CRD back to it before the controller turns it into an orphan; the GC then deletes it. Background
+// deletion has no such window.
 //
 // Helm keeps the holder's reference: helm-operator-plugins v0.8.0 actionClient.Reconcile
 // (pkg/client/actionclient.go createPatch) patches a CRD with a JSON patch of existing → expected minus

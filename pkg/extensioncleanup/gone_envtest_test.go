@@ -22,13 +22,10 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
-// These tests force, without timing luck, the interleavings that left an opted-in extension's operator
-// Deployment (and ServiceAccount) with no owner reference at all after a foreground uninstall
-// (TestOLMv1Cases gizmo-operator, delete-operands, Foreground): the garbage collector strips the
-// ClusterExtension's reference from an object beside the holder's live one, and the ClusterExtension
-// goes while the object still carries the holder's alone (here: its Finalizer removed while the
-// controller is stopped; in the failure: a reconcile of a stale cached copy holding again what finish
-// had just released). Before the fix the sweep of the gone ClusterExtension dropped that last reference.
+// These tests force, without timing luck, states that must never leave an opted-in extension's object
+// without any owner reference: an object left with the holder's reference alone once its
+// ClusterExtension is gone (the GC strips a gone owner's reference beside a live one), and a reconcile
+// of a stale cached copy after the uninstall finished.
 
 // TestSweepGivesHeldObjectsOfAGoneExtensionToTheGC: every held object of a ClusterExtension that went
 // while they carried the holder's reference alone is, after the sweep, deleted by the GC; none is left
@@ -39,16 +36,13 @@ func TestSweepGivesHeldObjectsOfAGoneExtensionToTheGC(t *testing.T) {
 	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
 	e.deleteWidgets(ctx, t)
 	e.stop()
-	// Foreground: the GC strips the ClusterExtension's reference beside the holder's (operator-controller,
-	// which keeps reconciling the deleted ClusterExtension, may give it back for a while).
-	e.deleteCE(ctx, t, metav1.DeletePropagationForeground)
-	e.removeFinalizer(ctx, t, extensioncleanup.Finalizer) // the holds stay: what the stale reconcile's hold amounted to
+	e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
+	e.removeFinalizer(ctx, t, extensioncleanup.Finalizer) // with the controller down, the holds stay
 	waitForWithin(ctx, t, intervals.GarbageCollecting, "the ClusterExtension to go", func() (bool, string) {
 		u := e.liveCE(ctx)
 		return u == nil, fmt.Sprintf("still there, finalizers %v", finalizersOf(u))
 	})
-	// The state the failure ended in before the sweep: the holder's reference alone (a ClusterExtension
-	// reference operator-controller gave back is dangling now: stripped beside the live holder too).
+	// The GC strips the gone ClusterExtension's reference beside the live holder's.
 	e.waitHolderOnly(ctx, t)
 
 	e.start(ctx, t, fast) // the sweep at start: no ClusterExtension of the name exists
@@ -69,13 +63,7 @@ func TestStaleCopyOfAFinishedExtensionHoldsNothing(t *testing.T) {
 	e.deleteWidgets(ctx, t)
 	e.addFinalizer(ctx, t, keep)
 	e.stop()
-	e.deleteCE(ctx, t, metav1.DeletePropagationForeground)
-	// The GC done with the foreground deletion (no blocking dependent left): the references release
-	// gives back are then solid, nothing deletes the Deployment while the ClusterExtension is kept.
-	waitForWithin(ctx, t, intervals.GarbageCollecting, "the GC to drop "+metav1.FinalizerDeleteDependents, func() (bool, string) {
-		u := e.liveCE(ctx)
-		return u != nil && !slices.Contains(u.GetFinalizers(), metav1.FinalizerDeleteDependents), fmt.Sprintf("finalizers %v", finalizersOf(u))
-	})
+	e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
 	stale := e.liveCE(ctx)
 	if stale == nil || stale.GetDeletionTimestamp() == nil || !slices.Contains(stale.GetFinalizers(), extensioncleanup.Finalizer) {
 		t.Fatalf("want the ClusterExtension deleted and held by %s, got %v", extensioncleanup.Finalizer, stale)
@@ -226,4 +214,20 @@ func finalizersOf(u *unstructured.Unstructured) any {
 		return "gone"
 	}
 	return u.GetFinalizers()
+}
+
+// eventReasons are the reasons of the events recorded for the ClusterExtension.
+func (e *env) eventReasons(ctx context.Context, t *testing.T) map[string]bool {
+	t.Helper()
+	l := &corev1.EventList{}
+	if err := e.c.List(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]bool{}
+	for _, ev := range l.Items {
+		if ev.InvolvedObject.Kind == extensioncleanup.ClusterExtensionGVK.Kind && ev.InvolvedObject.UID == e.ce.GetUID() {
+			reasons[ev.Reason] = true
+		}
+	}
+	return reasons
 }

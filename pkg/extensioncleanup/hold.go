@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // The objects an opted-in extension's uninstall keeps until it is over: what the operator needs to run
@@ -133,13 +134,28 @@ func orphanKey(ce *unstructured.Unstructured) string { return ce.GetName() + "/"
 // resourceVersion: a concurrent change (helm, the garbage collector) fails the patch and the next
 // reconcile starts from the new state. ownerReferences and finalizers changes are exempt from RBAC's
 // escalation checks (k8s.io/kubernetes pkg/registry/rbac IsOnlyMutatingGCFields).
+// Every change is logged: the controller's log is the record of what it did to whose owners.
 func (r *Reconciler) setRefs(ctx context.Context, o *metav1.PartialObjectMetadata, refs []metav1.OwnerReference, annotations map[string]string) error {
 	orig := o.DeepCopy()
 	o.OwnerReferences = refs
 	if annotations != nil {
 		o.Annotations = annotations
 	}
-	return r.client.Patch(ctx, o, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	err := r.client.Patch(ctx, o, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err == nil {
+		log.FromContext(ctx).Info("owner references set", "kind", o.Kind, "object", objName(o),
+			"from", refNames(orig.OwnerReferences), "to", refNames(refs), "resourceVersion", o.ResourceVersion)
+	}
+	return err
+}
+
+// refNames names owner references as kind/name/uid for the log.
+func refNames(refs []metav1.OwnerReference) []string {
+	out := make([]string, 0, len(refs))
+	for _, ref := range refs {
+		out = append(out, ref.Kind+"/"+ref.Name+"/"+string(ref.UID))
+	}
+	return out
 }
 
 // hold gives every installed object of the extension that is not being deleted the holder reference,
@@ -194,10 +210,10 @@ func (r *Reconciler) armedLive(ctx context.Context, ce *unstructured.Unstructure
 // collects it once the ClusterExtension is gone, as it would have without the hold. With orphanCRDs the
 // CRDs are marked OrphanedFromAnnotation and get orphanRefs instead; sweep drops those once the
 // ClusterExtension has been gone for OrphanGrace.
-func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool) ([]string, error) {
+func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool) (_ []string, changed int, _ error) {
 	objs, err := r.installed(ctx, ce, holderUID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var orphaned []string
 	for _, o := range objs {
@@ -232,11 +248,12 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 			}
 		}
 		if err := r.setRefs(ctx, o, refs, annotations); err != nil {
-			return nil, fmt.Errorf("releasing %s %s: %w", o.Kind, objName(o), err)
+			return nil, changed, fmt.Errorf("releasing %s %s: %w", o.Kind, objName(o), err)
 		}
+		changed++
 	}
 	sort.Strings(orphaned)
-	return orphaned, nil
+	return orphaned, changed, nil
 }
 
 // sweep drops the holder reference from objects whose ClusterExtension is gone (released while this

@@ -45,6 +45,7 @@ const (
 	ReasonAborted            = "CleanupAborted"     // opted out while deleted: released at once
 	ReasonOrphaned           = "Orphaned"           // the CRDs were left behind: released
 	ReasonInvalid            = "InvalidAnnotation"  // an UninstallAnnotation value this controller does not know
+	ReasonForegroundEnded    = "ForegroundEnded"    // event: a foreground deletion is held as a background one
 
 	// ControllerName names the controller, its event recorder and its field manager.
 	ControllerName = "extension-cleanup"

@@ -45,6 +45,16 @@ func orderedUninstall(t *testing.T, policy metav1.DeletionPropagation) {
 	e.waitSettled(ctx, t, deleted)
 	e.expectAllFinalized(ctx, t, fmt.Sprintf("an ordered uninstall (%s)", policy))
 	e.waitCRDGone(ctx, t)
+	// The GC deletes them once the ClusterExtension is gone: none may be left without an owner.
+	waitForWithin(ctx, t, intervals.GarbageCollecting, fmt.Sprintf("the extension's objects to go after an ordered uninstall (%s)", policy), func() (bool, string) {
+		left := e.heldLeft(ctx, t)
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	// A foreground deletion is carried out as a held background one (doc.go, invariant 6).
+	want := policy == metav1.DeletePropagationForeground
+	if got := e.eventReasons(ctx, t)[extensioncleanup.ReasonForegroundEnded]; got != want {
+		t.Errorf("a %s deletion: event %s recorded: %t, want %t", policy, extensioncleanup.ReasonForegroundEnded, got, want)
+	}
 	t.Logf("CRD %s gone %s after the deletion", widgetCRD, time.Since(deleted).Round(time.Millisecond))
 	expectUntouched(ctx, t, e, thing)
 }

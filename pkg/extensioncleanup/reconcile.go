@@ -12,12 +12,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/cleanuppass"
 )
@@ -93,14 +95,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: r.opts.HoldResync}, nil
 	}
+	if slices.Contains(ce.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+		return r.endForegroundWait(ctx, ce)
+	}
+	if wait := time.Until(r.stateFor(ce.GetName()).quietUntil); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if at, reason, ok := r.releasedAt(ce); ok {
+		return r.letGo(ctx, ce, holder.UID, reason, at)
+	}
 	switch m {
 	case "":
-		return ctrl.Result{}, r.finish(ctx, ce, holder.UID, false, ReasonAborted, "opted out while deleted: the uninstall is OLM v1's own from here (nothing more is deleted by this controller)")
+		return r.finish(ctx, ce, holder.UID, false, ReasonAborted, "opted out while deleted: the uninstall is OLM v1's own from here (nothing more is deleted by this controller)")
 	case ModeOrphan:
 		return r.orphan(ctx, ce, holder.UID)
 	default:
 		return r.cleanup(ctx, ce, holder)
 	}
+}
+
+// gcSettle is how long the controller waits after ending a foreground wait, and after a release, before
+// it acts on the ClusterExtension again: a strip the GC decided before lands within it.
+const gcSettle = 3 * time.Second
+
+// endForegroundWait removes the GC's foregroundDeletion finalizer from an opted-in ClusterExtension
+// being deleted (doc.go, invariant 6). While it is there, the GC strips the ClusterExtension's reference
+// from every held object (the holder is a live owner) and operator-controller, which keeps reconciling
+// the deleted ClusterExtension, patches it back at once: the GC's strip is a patch without a
+// resourceVersion (garbagecollector.go attemptToDeleteItem), so one decided before release removed the
+// holder lands after it and leaves the object with no owner at all, which nothing ever deletes. Without
+// it, the deletion is held by Finalizer as a background one is, and the GC deletes everything once the
+// ClusterExtension is gone.
+func (r *Reconciler) endForegroundWait(ctx context.Context, ce *unstructured.Unstructured) (ctrl.Result, error) {
+	orig := ce.DeepCopy()
+	ce.SetFinalizers(slices.DeleteFunc(slices.Clone(ce.GetFinalizers()), func(f string) bool { return f == metav1.FinalizerDeleteDependents }))
+	if err := r.client.Patch(ctx, ce, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.stateFor(ce.GetName()).quietUntil = time.Now().Add(gcSettle)
+	log.FromContext(ctx).Info("foreground deletion held as a background one", "removed", metav1.FinalizerDeleteDependents)
+	r.recorder.Eventf(ce, nil, corev1.EventTypeNormal, ReasonForegroundEnded, "Uninstall",
+		"foreground deletion carried out as a held background one: %s removed; the ClusterExtension goes once its uninstall is over, its objects then go with it", metav1.FinalizerDeleteDependents)
+	return ctrl.Result{RequeueAfter: gcSettle}, nil
 }
 
 // gone handles a ClusterExtension that no longer exists: its holds are swept (sweepOne); an orphan's
@@ -182,7 +218,7 @@ func (r *Reconciler) optOut(ctx context.Context, ce *unstructured.Unstructured, 
 		return nil
 	}
 	if holder, err := r.holder(ctx); err == nil {
-		if _, err := r.release(ctx, ce, holder.UID, false); err != nil {
+		if _, _, err := r.release(ctx, ce, holder.UID, false); err != nil {
 			return err
 		}
 	}
@@ -229,7 +265,11 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 		// A deliberately broken controller (tests only): lets the operator go after the first pass that
 		// completes, its CRs deleted but not finalized. Not "a pass that deleted": a pass stopped by
 		// ErrPlanChanged after its Deletes went out counts none, and the next one finds them all deleting.
-		return ctrl.Result{}, r.finish(ctx, ce, holder.UID, false, ReasonCompleted, "released early (broken for a test)")
+		// It lets go at once: the running operator would finalize them during gcSettle.
+		if res, err := r.finish(ctx, ce, holder.UID, false, ReasonCompleted, "released early (broken for a test)"); err != nil {
+			return res, err
+		}
+		return r.letGo(ctx, ce, holder.UID, ReasonCompleted, time.Now().Add(-gcSettle))
 	}
 	if errors.Is(err, cleanuppass.ErrPlanChanged) {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -249,7 +289,7 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 		if len(p.notes) > 0 {
 			note += "; " + strings.Join(p.notes, "; ")
 		}
-		return ctrl.Result{}, r.finish(ctx, ce, holder.UID, false, ReasonCompleted, note)
+		return r.finish(ctx, ce, holder.UID, false, ReasonCompleted, note)
 	}
 	reason, msg := ReasonWaitingOnCleanup, pendingMessage(res, p)
 	if stalled := r.stalled(ce.GetName(), res.Pending, res.First); stalled != "" {
@@ -355,21 +395,64 @@ func (r *Reconciler) stalled(name string, pending int, first []cleanuppass.Objec
 }
 
 // finish releases the holds (restoring the ClusterExtension's references the garbage collector
-// stripped; for orphan, marking the CRDs), writes the final condition and event, and removes the
-// finalizer.
-func (r *Reconciler) finish(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool, reason, msg string) error {
-	if _, err := r.release(ctx, ce, holderUID, orphanCRDs); err != nil {
-		return err
+// stripped; for orphan, marking the CRDs) and writes the final condition and event; letGo removes the
+// finalizer gcSettle later.
+func (r *Reconciler) finish(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool, reason, msg string) (ctrl.Result, error) {
+	if _, _, err := r.release(ctx, ce, holderUID, orphanCRDs); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.setCondition(ctx, ce, reason, msg); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	r.recorder.Eventf(ce, nil, corev1.EventTypeNormal, reason, "Uninstall", "%s", msg)
-	if err := r.setFinalizer(ctx, ce, false); err != nil {
-		return err
+	r.stateFor(ce.GetName()).releasedAt = time.Now()
+	return ctrl.Result{RequeueAfter: gcSettle}, nil
+}
+
+// releasedAt reports whether the uninstall of the deleted ce has released its holds, and when: this
+// controller's own record, or after a restart the final condition written since the deletion (its
+// transition time; one written before the deletion, e.g. an opt-out, does not count).
+func (r *Reconciler) releasedAt(ce *unstructured.Unstructured) (time.Time, string, bool) {
+	conds, err := Conditions(ce)
+	if err != nil {
+		return time.Time{}, "", false
 	}
+	c := meta.FindStatusCondition(conds, ConditionType)
+	if c == nil || !released[c.Reason] {
+		return time.Time{}, "", false
+	}
+	if at := r.stateFor(ce.GetName()).releasedAt; !at.IsZero() {
+		return at, c.Reason, true
+	}
+	if c.LastTransitionTime.After(ce.GetDeletionTimestamp().Time) {
+		return c.LastTransitionTime.Time, c.Reason, true
+	}
+	return time.Time{}, "", false
+}
+
+// letGo removes Finalizer from a released ClusterExtension once gcSettle has passed since the release
+// (doc.go, invariant 6): the garbage collector decides a strip from a read of the object and then one of
+// its owners, and patches without a resourceVersion; one it began while the holder was still there, if
+// the ClusterExtension went right after the release, would strip the only reference left. It releases
+// again first: anything that changed restarts the wait.
+func (r *Reconciler) letGo(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, reason string, at time.Time) (ctrl.Result, error) {
+	if wait := gcSettle - time.Since(at); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	_, changed, err := r.release(ctx, ce, holderUID, reason == ReasonOrphaned)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if changed > 0 {
+		r.stateFor(ce.GetName()).releasedAt = time.Now()
+		return ctrl.Result{RequeueAfter: gcSettle}, nil
+	}
+	if err := r.setFinalizer(ctx, ce, false); err != nil {
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("uninstall over: finalizer removed", "reason", reason)
 	r.forget(ce.GetName())
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // orphan leaves the extension's CRDs (and every CR) behind: they keep the holder's reference through
@@ -387,7 +470,7 @@ func (r *Reconciler) orphan(ctx context.Context, ce *unstructured.Unstructured, 
 	slices.Sort(names)
 	msg := fmt.Sprintf("orphaning: CRDs %s kept (annotation %s; the holder's owner reference until the ClusterExtension is gone, then none; helm's meta.helm.sh/release-name and app.kubernetes.io/managed-by unchanged so that a ClusterExtension of the same name and namespace adopts them); the rest goes as OLM v1 removes it",
 		capped(names, r.opts.MaxPendingListed), OrphanedFromAnnotation)
-	return ctrl.Result{}, r.finish(ctx, ce, holderUID, true, ReasonOrphaned, msg)
+	return r.finish(ctx, ce, holderUID, true, ReasonOrphaned, msg)
 }
 
 // setFinalizer adds or removes Finalizer on the live ClusterExtension (the same object: UID) with a merge

@@ -10,18 +10,30 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
 
-// auditPolicy records who made each request, its verb, object and answer (level Metadata: no bodies),
-// once it completed.
+// auditPolicy records who made each request, its verb, object and answer, once it completed; the
+// bodies of writes to the kinds an uninstall releases to the garbage collector too (level Request),
+// so the log says who changed an object's owner references, and how.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
+- level: Request
+  verbs: ["patch", "update", "create", "delete"]
+  resources:
+  - group: ""
+    resources: ["serviceaccounts"]
+  - group: apps
+    resources: ["deployments"]
+  - group: apiextensions.k8s.io
+    resources: ["customresourcedefinitions"]
+  - group: rbac.authorization.k8s.io
+    resources: ["clusterroles", "clusterrolebindings"]
 - level: Metadata
 `
 
 // audit makes the API server write its audit log to $CLEANUP_E2E_AUDIT_DIR/<cluster>.log, outside the
 // work dir so it outlives the run: it says which client makes the requests that keep an API server
-// busy (scripts/auditsum counts them by user agent, verb and resource).
+// busy, and who wrote what to an object an uninstall left behind.
 func (p *Provider) audit(api *crenvtest.APIServer) error {
 	dir := p.opts.auditDir
 	if dir == "" {
