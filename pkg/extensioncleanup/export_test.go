@@ -2,6 +2,7 @@ package extensioncleanup
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -11,6 +12,13 @@ import (
 
 // BreakReleaseEarly turns the deliberately broken release on or off (the lifecycle test's broken variant).
 func BreakReleaseEarly(on bool) { brokenReleaseEarly.Store(on) }
+
+// SetGCSettle sets how long the controller waits after a release before it lets the ClusterExtension go,
+// and returns a func that restores it.
+func SetGCSettle(d time.Duration) (restore func()) {
+	old := gcSettleNanos.Swap(int64(d))
+	return func() { gcSettleNanos.Store(old) }
+}
 
 // ReconcileStale runs one Reconcile of stale's name by a controller of mgr (not started: only its API
 // reader and writes are used) whose cache still holds stale, a copy of the ClusterExtension read earlier:

@@ -100,6 +100,35 @@ func TestStaleCopyOfAFinishedExtensionHoldsNothing(t *testing.T) {
 	})
 }
 
+// TestReleaseSettlesAcrossARestart: once released, the ClusterExtension keeps Finalizer for gcSettle with
+// every held object carrying its reference and not the holder's (a strip the GC began before the release
+// then finds it still there, neither waiting nor gone); a controller restarted meanwhile, with no memory
+// of the release, lets it go from the condition, and the GC takes everything.
+func TestReleaseSettlesAcrossARestart(t *testing.T) {
+	defer extensioncleanup.SetGCSettle(20 * time.Second)()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
+	e.deleteCE(ctx, t, metav1.DeletePropagationForeground)
+	e.waitCondition(ctx, t, extensioncleanup.ReasonCompleted)
+	e.stop()
+	u := e.liveCE(ctx)
+	if u == nil || !slices.Contains(u.GetFinalizers(), extensioncleanup.Finalizer) {
+		t.Fatalf("released: want the ClusterExtension kept by %s for the settle, got finalizers %v", extensioncleanup.Finalizer, finalizersOf(u))
+	}
+	if slices.Contains(u.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+		t.Errorf("released: %s still on the ClusterExtension: the GC still strips its references", metav1.FinalizerDeleteDependents)
+	}
+	if refs := e.depRefs(ctx, t); len(refs) != 1 || refs[0].UID != e.ce.GetUID() {
+		t.Errorf("released: want Deployment %s owned by the ClusterExtension alone, got ownerReferences %+v", e.depKey, refs)
+	}
+	e.start(ctx, t, fast)
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "every held object to go after the restart", func() (bool, string) {
+		left := e.heldLeft(ctx, t)
+		return len(left) == 0 && e.liveCE(ctx) == nil, fmt.Sprintf("ClusterExtension finalizers %v; left %v", finalizersOf(e.liveCE(ctx)), left)
+	})
+}
+
 // deleteWidgets deletes every Widget and waits until the running operator finalized them all.
 func (e *env) deleteWidgets(ctx context.Context, t *testing.T) {
 	t.Helper()

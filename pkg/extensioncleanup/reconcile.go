@@ -115,8 +115,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // gcSettle is how long the controller waits after ending a foreground wait, and after a release, before
-// it acts on the ClusterExtension again: a strip the GC decided before lands within it.
-const gcSettle = 3 * time.Second
+// it acts on the ClusterExtension again: a strip the GC decided before lands within it. Tests lengthen it
+// (export_test.go) to stop the controller inside it.
+func gcSettle() time.Duration { return time.Duration(gcSettleNanos.Load()) }
+
+var gcSettleNanos = func() *atomic.Int64 { var v atomic.Int64; v.Store(int64(3 * time.Second)); return &v }()
 
 // endForegroundWait removes the GC's foregroundDeletion finalizer from an opted-in ClusterExtension
 // being deleted (doc.go, invariant 6). While it is there, the GC strips the ClusterExtension's reference
@@ -132,11 +135,11 @@ func (r *Reconciler) endForegroundWait(ctx context.Context, ce *unstructured.Uns
 	if err := r.client.Patch(ctx, ce, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.stateFor(ce.GetName()).quietUntil = time.Now().Add(gcSettle)
+	r.stateFor(ce.GetName()).quietUntil = time.Now().Add(gcSettle())
 	log.FromContext(ctx).Info("foreground deletion held as a background one", "removed", metav1.FinalizerDeleteDependents)
 	r.recorder.Eventf(ce, nil, corev1.EventTypeNormal, ReasonForegroundEnded, "Uninstall",
 		"foreground deletion carried out as a held background one: %s removed; the ClusterExtension goes once its uninstall is over, its objects then go with it", metav1.FinalizerDeleteDependents)
-	return ctrl.Result{RequeueAfter: gcSettle}, nil
+	return ctrl.Result{RequeueAfter: gcSettle()}, nil
 }
 
 // gone handles a ClusterExtension that no longer exists: its holds are swept (sweepOne); an orphan's
@@ -269,7 +272,7 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 		if res, err := r.finish(ctx, ce, holder.UID, false, ReasonCompleted, "released early (broken for a test)"); err != nil {
 			return res, err
 		}
-		return r.letGo(ctx, ce, holder.UID, ReasonCompleted, time.Now().Add(-gcSettle))
+		return r.letGo(ctx, ce, holder.UID, ReasonCompleted, time.Now().Add(-gcSettle()))
 	}
 	if errors.Is(err, cleanuppass.ErrPlanChanged) {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -406,7 +409,7 @@ func (r *Reconciler) finish(ctx context.Context, ce *unstructured.Unstructured, 
 	}
 	r.recorder.Eventf(ce, nil, corev1.EventTypeNormal, reason, "Uninstall", "%s", msg)
 	r.stateFor(ce.GetName()).releasedAt = time.Now()
-	return ctrl.Result{RequeueAfter: gcSettle}, nil
+	return ctrl.Result{RequeueAfter: gcSettle()}, nil
 }
 
 // releasedAt reports whether the uninstall of the deleted ce has released its holds, and when: this
@@ -436,7 +439,7 @@ func (r *Reconciler) releasedAt(ce *unstructured.Unstructured) (time.Time, strin
 // the ClusterExtension went right after the release, would strip the only reference left. It releases
 // again first: anything that changed restarts the wait.
 func (r *Reconciler) letGo(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, reason string, at time.Time) (ctrl.Result, error) {
-	if wait := gcSettle - time.Since(at); wait > 0 {
+	if wait := gcSettle() - time.Since(at); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	_, changed, err := r.release(ctx, ce, holderUID, reason == ReasonOrphaned)
@@ -445,7 +448,7 @@ func (r *Reconciler) letGo(ctx context.Context, ce *unstructured.Unstructured, h
 	}
 	if changed > 0 {
 		r.stateFor(ce.GetName()).releasedAt = time.Now()
-		return ctrl.Result{RequeueAfter: gcSettle}, nil
+		return ctrl.Result{RequeueAfter: gcSettle()}, nil
 	}
 	if err := r.setFinalizer(ctx, ce, false); err != nil {
 		return ctrl.Result{}, err
