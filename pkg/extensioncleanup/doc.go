@@ -50,8 +50,9 @@
 //     release-namespace) is left as is: a ClusterExtension of the same name and namespace installs again
 //     and adopts them (helm's existingResourceConflict); another name or namespace is refused by helm, as
 //     for any object of another release.
-//   - Opt-out (annotation removed, before or during the uninstall) releases at once; a deleted
-//     ClusterExtension then goes as upstream removes it.
+//   - Opt-out (annotation removed, before or during the uninstall, or during the settle after an
+//     orphan release) releases at once; a deleted ClusterExtension then goes as upstream removes it, its
+//     CRDs too.
 //
 // # Safety invariants
 //
@@ -87,10 +88,11 @@
 //     and does nothing for gcSettle; and after release X keeps Finalizer for gcSettle (letGo, which
 //     releases again and waits again if anything changed), so X is neither waiting nor gone while a
 //     strip decided before the release can still land. The sweep leaves the holder's reference
-//     to an armed ClusterExtension of X's name (its release gives its reference back); an object whose
-//     only reference is the holder's once X is gone (X deleted while the controller was down) gets, in
-//     place of the holder's, a reference to the gone X (sweepOne), which the GC finds absent and deletes
-//     the object for, as it would have without the hold. The controller never deletes these objects
+//     to an armed ClusterExtension of X's name (its release gives its reference back); an object it takes
+//     the holder's reference from once X is gone (X deleted while the controller was down) loses X's
+//     reference too and gets one to the gone X under a fresh UID (sweptRefs): a strip decided while the
+//     holder was there names X's UID and finds nothing, and the GC finds the new owner absent and deletes
+//     the object, as it would have without the hold. The controller never deletes these objects
 //     itself (it has no delete verb on them).
 //
 // The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,8 +213,19 @@ func (e *env) waitHolderOnly(ctx context.Context, t *testing.T) {
 // still exist and are not being deleted, with their owner references; an orphaned one never goes.
 func (e *env) heldLeft(ctx context.Context, t *testing.T) []string {
 	t.Helper()
+	left := e.leftButCRD(ctx, t)
+	if crd := e.crd(ctx, t); crd != nil && crd.DeletionTimestamp == nil {
+		left = append(left, fmt.Sprintf("CRD %s (ownerReferences %+v)", crd.Name, crd.OwnerReferences))
+	}
+	return left
+}
+
+// leftButCRD is heldLeft without the CRD (an orphan uninstall keeps it).
+func (e *env) leftButCRD(ctx context.Context, t *testing.T) []string {
+	t.Helper()
 	var left []string
-	for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceAccountList{}} {
+	for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceAccountList{}, &rbacv1.ClusterRoleList{},
+		&rbacv1.ClusterRoleBindingList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
 		if err := e.c.List(ctx, l, client.MatchingLabels{"olm.operatorframework.io/owner-kind": "ClusterExtension", "olm.operatorframework.io/owner-name": ceName}); err != nil {
 			t.Fatal(err)
 		}
@@ -230,9 +242,6 @@ func (e *env) heldLeft(ctx context.Context, t *testing.T) []string {
 				left = append(left, fmt.Sprintf("%T %s/%s (ownerReferences %+v)", o, o.GetNamespace(), o.GetName(), o.GetOwnerReferences()))
 			}
 		}
-	}
-	if crd := e.crd(ctx, t); crd != nil && crd.DeletionTimestamp == nil {
-		left = append(left, fmt.Sprintf("CRD %s (ownerReferences %+v)", crd.Name, crd.OwnerReferences))
 	}
 	return left
 }

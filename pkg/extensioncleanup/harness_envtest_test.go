@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
@@ -125,6 +128,10 @@ func setupAt(ctx context.Context, t *testing.T, mode, version string, opts exten
 	return e
 }
 
+// controller-runtime's own set-up (the manager's client) logs through its global logger, before the
+// manager's Logger applies; unset, it prints a stack trace into the test's output.
+func init() { ctrllog.SetLogger(logr.Discard()) }
+
 // start runs the controller in its own manager (as Main adds it: AddWhenServed) until stop.
 func (e *env) start(ctx context.Context, t *testing.T, opts extensioncleanup.Options) {
 	t.Helper()
@@ -134,7 +141,8 @@ func (e *env) start(ctx context.Context, t *testing.T, opts extensioncleanup.Opt
 			t.Fatal(err)
 		}
 	}
-	mgr, err := ctrl.NewManager(e.p.RESTConfig(), ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"},
+	// The controller's log (every owner-reference change) goes to the test's output.
+	mgr, err := ctrl.NewManager(e.p.RESTConfig(), ctrl.Options{Scheme: s, Logger: testr.New(t), Metrics: metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)

@@ -233,8 +233,20 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 			}
 			annotations[OrphanedFromAnnotation] = orphanKey(ce)
 		} else {
-			if hi < 0 && hasCE {
+			// A CRD an orphan release of this ClusterExtension marked, the user having opted out since:
+			// unmarked, or the sweep would take the ClusterExtension's reference for a late
+			// operator-controller patch and orphan it once more.
+			marked := o.GroupVersionKind() == crdGVK && o.Annotations[OrphanedFromAnnotation] == orphanKey(ce)
+			if hi < 0 && hasCE && !marked {
 				continue
+			}
+			if marked {
+				annotations = map[string]string{}
+				for k, v := range o.Annotations {
+					if k != OrphanedFromAnnotation {
+						annotations[k] = v
+					}
+				}
 			}
 			// Every holder reference (an orphan's pair too, when the user switched away from orphan).
 			refs = refs[:0]
@@ -352,28 +364,44 @@ func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetada
 	case orphan && r.goneFor(name) < r.opts.OrphanGrace:
 		return true, nil // orphaned: the holder's reference stays for OrphanGrace after the ClusterExtension went
 	}
-	var refs []metav1.OwnerReference
-	for _, ref := range o.OwnerReferences {
-		if ref.UID != holder.UID {
-			refs = append(refs, ref)
+	if orphan {
+		var refs []metav1.OwnerReference // the orphan's pair goes: the CRD is the user's now
+		for _, ref := range o.OwnerReferences {
+			if ref.UID != holder.UID {
+				refs = append(refs, ref)
+			}
+		}
+		return false, client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
+	}
+	var liveUID types.UID
+	if live {
+		liveUID = ce.GetUID()
+	}
+	return false, client.IgnoreNotFound(r.setRefs(ctx, o, sweptRefs(o.OwnerReferences, name, liveUID, holder.UID), nil))
+}
+
+// sweptRefs are the owner references an object held for the ClusterExtension name keeps when the sweep
+// drops the holder's; liveUID is the live ClusterExtension of the name ("" if none), which is neither
+// armed nor referenced by the object (sweepOne leaves those to its reconcile).
+//
+// Invariant: a hold never leaves an object without an owner (doc.go, invariant 6). Any reference the
+// object has beside the holder's may be dangling, and the GC strips a dangling one beside the live holder
+// with a patch keyed by its UID and decided from earlier reads: one that lands after the sweep dropped
+// the holder would leave nothing. So the object gets a reference to the gone ClusterExtension under a
+// fresh UID, which no strip decided before the sweep names, and loses its references to ClusterExtensions
+// of the name that are gone. The GC finds that owner absent (isDangling: not found, or found with another
+// UID) and deletes the object once it has no other live owner, as it would have without the hold; beside
+// a live owner (a foreign one, or the controller reference of a new ClusterExtension of the name that
+// adopts it) it strips it. Not a controller reference, so that an adoption is not refused; not blocking.
+func sweptRefs(refs []metav1.OwnerReference, name string, liveUID, holderUID types.UID) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, ref := range refs {
+		gone := ref.Kind == ClusterExtensionGVK.Kind && ref.Name == name && ref.UID != liveUID
+		if ref.UID != holderUID && !gone {
+			out = append(out, ref)
 		}
 	}
-	if len(refs) == 0 && !orphan {
-		// Invariant: a hold never leaves an object without an owner (doc.go, invariant 6). The holder's
-		// reference is its only one: the GC stripped the ClusterExtension's beside it (foreground
-		// deletion, or the ClusterExtension gone while it was held), and that ClusterExtension is gone
-		// (read live just now: none of the name, or one of another UID that is not armed). Dropping the
-		// holder alone would orphan the object for good (the GC never deletes an object without owner
-		// references: attemptToDeleteItem returns at once). It gets a reference to the gone
-		// ClusterExtension instead, as release gives one back; the UID is recorded nowhere, so a fresh
-		// one, which the GC treats the same (isDangling: an owner not found, or found with another UID,
-		// is absent) and deletes the object, its owners all gone, as it would have without the hold. A
-		// new ClusterExtension of the name that adopts it meanwhile fails this patch (resourceVersion) or,
-		// after it, adds its own controller reference, beside which the GC drops this dangling one. Not a
-		// controller reference (so that an adoption is not refused), not blocking.
-		refs = []metav1.OwnerReference{goneExtensionRef(name)}
-	}
-	return false, client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
+	return append(out, goneExtensionRef(name))
 }
 
 // goneExtensionRef is a reference to the ClusterExtension name, gone: the GC finds it absent.

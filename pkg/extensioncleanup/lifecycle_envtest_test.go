@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -192,6 +193,20 @@ func (e *env) judgeUninstall(ctx context.Context, t *testing.T, step int, mode s
 	}
 	e.removeForeign(ctx, t)
 	e.waitSettled(ctx, t, start)
+	// Invariant 6: whatever the order of the GC's strips, operator-controller's patches and the
+	// controller's holds, every object of the extension goes (an orphan uninstall keeps the CRD).
+	var left []string
+	_ = intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+		if mode == extensioncleanup.ModeOrphan {
+			left = e.leftButCRD(ctx, t)
+		} else {
+			left = e.heldLeft(ctx, t)
+		}
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	for _, l := range left {
+		v = append(v, fmt.Sprintf("step %d: %s left after the uninstall, not being deleted", step, l))
+	}
 	switch mode {
 	case extensioncleanup.ModeDeleteOperands:
 		verdicts, err := olmv1.Judge(ctx, e.c, e.widgets, widget.Finalized)
@@ -245,27 +260,35 @@ func (e *env) describeCE(ctx context.Context) string {
 	return fmt.Sprintf("ClusterExtension still there: finalizers %v, annotations %v, conditions %s", u.GetFinalizers(), u.GetAnnotations(), olmv1.DescribeConditions(conds))
 }
 
-// optOutIfThere removes the opt-in annotation if the ClusterExtension is still there.
+// optOutIfThere removes the opt-in annotation while the uninstall is not over (the ClusterExtension
+// still carries Finalizer; the patch is guarded by resourceVersion) and reports whether it did.
 func (e *env) optOutIfThere(ctx context.Context, t *testing.T) bool {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(extensioncleanup.ClusterExtensionGVK)
-	if err := e.c.Get(ctx, client.ObjectKeyFromObject(e.ce), u); err != nil {
-		if client.IgnoreNotFound(err) != nil {
+	for {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(extensioncleanup.ClusterExtensionGVK)
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(e.ce), u); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+			return false
+		}
+		if !contains(u.GetFinalizers(), extensioncleanup.Finalizer) {
+			return false
+		}
+		orig := u.DeepCopy()
+		a := u.GetAnnotations()
+		delete(a, extensioncleanup.UninstallAnnotation)
+		u.SetAnnotations(a)
+		err := e.c.Patch(ctx, u, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case err == nil:
+			return true
+		case apierrors.IsNotFound(err):
+			return false
+		case !apierrors.IsConflict(err):
 			t.Fatal(err)
 		}
-		return false
 	}
-	orig := u.DeepCopy()
-	a := u.GetAnnotations()
-	delete(a, extensioncleanup.UninstallAnnotation)
-	u.SetAnnotations(a)
-	if err := e.c.Patch(ctx, u, client.MergeFrom(orig)); err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			t.Fatal(err)
-		}
-		return false
-	}
-	return true
 }
 
 func (e *env) ceGone(ctx context.Context) bool {

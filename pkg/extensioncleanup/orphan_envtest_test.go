@@ -93,3 +93,27 @@ func orphanAndReinstall(t *testing.T, policy metav1.DeletionPropagation) {
 		}
 	}
 }
+
+// TestOptOutAfterTheOrphanRelease: opted in with orphan, the ClusterExtension deleted and released (it
+// keeps Finalizer for the settle), then the user opts out: the uninstall is OLM v1's own from there, so
+// the CRD loses the orphan's mark and the holder's reference, gets the ClusterExtension's back, and goes
+// with everything else.
+func TestOptOutAfterTheOrphanRelease(t *testing.T) {
+	defer extensioncleanup.SetGCSettle(15 * time.Second)()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := setup(ctx, t, extensioncleanup.ModeOrphan, fast)
+	e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
+	e.waitCondition(ctx, t, extensioncleanup.ReasonOrphaned)
+	if crd := e.crd(ctx, t); crd == nil || crd.Annotations[extensioncleanup.OrphanedFromAnnotation] == "" {
+		t.Fatalf("released as an orphan: want CRD %s marked %s, got %+v", widgetCRD, extensioncleanup.OrphanedFromAnnotation, crd)
+	}
+	if !e.optOutIfThere(ctx, t) {
+		t.Fatalf("the opt-out inside the settle: the ClusterExtension is gone or no longer carries %s", extensioncleanup.Finalizer)
+	}
+	e.waitCondition(ctx, t, extensioncleanup.ReasonAborted)
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "everything of the extension to go, the CRD too", func() (bool, string) {
+		left := e.heldLeft(ctx, t)
+		return len(left) == 0 && e.liveCE(ctx) == nil, fmt.Sprint(left)
+	})
+}

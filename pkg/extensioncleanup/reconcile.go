@@ -102,17 +102,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if at, reason, ok := r.releasedAt(ce); ok {
+		if reason == ReasonOrphaned && m == "" {
+			// Opted out in the settle after an orphan release: OLM v1's own uninstall from here, which
+			// takes the CRDs too (release gives them the ClusterExtension's reference back). A switch to
+			// the other mode after a release changes nothing: the release stands.
+			return r.finish(ctx, ce, holder.UID, false, ReasonAborted, abortedMsg)
+		}
 		return r.letGo(ctx, ce, holder.UID, reason, at)
 	}
 	switch m {
 	case "":
-		return r.finish(ctx, ce, holder.UID, false, ReasonAborted, "opted out while deleted: the uninstall is OLM v1's own from here (nothing more is deleted by this controller)")
+		return r.finish(ctx, ce, holder.UID, false, ReasonAborted, abortedMsg)
 	case ModeOrphan:
 		return r.orphan(ctx, ce, holder.UID)
 	default:
 		return r.cleanup(ctx, ce, holder)
 	}
 }
+
+const abortedMsg = "opted out while deleted: the uninstall is OLM v1's own from here (nothing more is deleted by this controller)"
 
 // gcSettle is how long the controller waits after ending a foreground wait, and after a release, before
 // it acts on the ClusterExtension again: a strip the GC decided before lands within it. Tests lengthen it
