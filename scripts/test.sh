@@ -24,9 +24,12 @@ rc=0
 examples_log=$ARTIFACTS/examples.log
 bash scripts/test-examples.sh >"$examples_log" 2>&1 &
 examples_pid=$!
-# Six test binaries at once on 2 cores: they mostly wait (control planes, OLM, quiet windows).
-step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (go test -p 6)" "${gotestsum[@]}" \
-  --junitfile "$ARTIFACTS/junit-unit.xml" -- -count=1 -p 6 "${ONE_P_EXEC[@]}" -timeout 60m ./... || rc=1
+# Six test binaries at once on 2 cores: they mostly wait (control planes, OLM, quiet windows). testrun
+# is go test -json keeping the linked test binaries in $CACHE_DIR/testbin: relinking all of them each
+# run made a warm make test ≈ 20 % slower (docs/performance.md).
+step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (6 test binaries at once)" "${gotestsum[@]}" \
+  --junitfile "$ARTIFACTS/junit-unit.xml" --raw-command -- \
+  go run ./scripts/testrun -o "$CACHE_DIR/testbin" -p 6 "${ONE_P_EXEC[@]}" -timeout 60m ./... || rc=1
 wait "$examples_pid" || rc=1
 cat "$examples_log"
 # Ginkgo suites write one JUnit testcase per spec (framework/suite.RunSpecs); count those rather than
