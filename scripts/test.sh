@@ -25,8 +25,8 @@ examples_log=$ARTIFACTS/examples.log
 bash scripts/test-examples.sh >"$examples_log" 2>&1 &
 examples_pid=$!
 # Six test binaries at once on 2 cores: they mostly wait (control planes, OLM, quiet windows). testrun
-# is go test -json keeping the linked test binaries in $CACHE_DIR/testbin: relinking all of them each
-# run made a warm make test ≈ 20 % slower (docs/performance.md).
+# is go test -json keeping the linked test binaries in $CACHE_DIR/testbin, the longest packages first:
+# docs/performance.md has what that is worth.
 step "unit tests, integration tests and e2e suites on PROVIDER=$PROVIDER (6 test binaries at once)" "${gotestsum[@]}" \
   --junitfile "$ARTIFACTS/junit-unit.xml" --raw-command -- \
   go run ./scripts/testrun -o "$CACHE_DIR/testbin" -p 6 "${ONE_P_EXEC[@]}" -timeout 60m ./... || rc=1

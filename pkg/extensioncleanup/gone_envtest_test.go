@@ -106,12 +106,7 @@ func TestStaleCopyOfAFinishedExtensionHoldsNothing(t *testing.T) {
 // then finds it still there, neither waiting nor gone); a controller restarted meanwhile, with no memory
 // of the release, lets it go from the condition, and the GC takes everything.
 func TestReleaseSettlesAcrossARestart(t *testing.T) {
-	defer extensioncleanup.SetGCSettle(20 * time.Second)()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
-	e.deleteCE(ctx, t, metav1.DeletePropagationForeground)
-	e.waitCondition(ctx, t, extensioncleanup.ReasonCompleted)
+	ctx, e := releasedInASettle(t, extensioncleanup.ModeDeleteOperands, metav1.DeletePropagationForeground, extensioncleanup.ReasonCompleted)
 	e.stop()
 	u := e.liveCE(ctx)
 	if u == nil || !slices.Contains(u.GetFinalizers(), extensioncleanup.Finalizer) {
@@ -180,6 +175,19 @@ func (e *env) patchFinalizers(ctx context.Context, t *testing.T, edit func([]str
 		err := e.c.Patch(ctx, u, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// releasedInASettle installs an extension opted in with mode, deletes its ClusterExtension with policy
+// and waits for the condition reason of the release, the settle after it lengthened to 20 s so that a
+// test acts inside it.
+func releasedInASettle(t *testing.T, mode string, policy metav1.DeletionPropagation, reason string) (context.Context, *env) {
+	t.Cleanup(extensioncleanup.SetGCSettle(20 * time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	e := setup(ctx, t, mode, fast)
+	e.deleteCE(ctx, t, policy)
+	e.waitCondition(ctx, t, reason)
+	return ctx, e
 }
 
 func (e *env) depRefs(ctx context.Context, t *testing.T) []metav1.OwnerReference {

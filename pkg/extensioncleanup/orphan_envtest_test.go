@@ -99,12 +99,7 @@ func orphanAndReinstall(t *testing.T, policy metav1.DeletionPropagation) {
 // the CRD loses the orphan's mark and the holder's reference, gets the ClusterExtension's back, and goes
 // with everything else.
 func TestOptOutAfterTheOrphanRelease(t *testing.T) {
-	defer extensioncleanup.SetGCSettle(15 * time.Second)()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	e := setup(ctx, t, extensioncleanup.ModeOrphan, fast)
-	e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
-	e.waitCondition(ctx, t, extensioncleanup.ReasonOrphaned)
+	ctx, e := releasedInASettle(t, extensioncleanup.ModeOrphan, metav1.DeletePropagationBackground, extensioncleanup.ReasonOrphaned)
 	if crd := e.crd(ctx, t); crd == nil || crd.Annotations[extensioncleanup.OrphanedFromAnnotation] == "" {
 		t.Fatalf("released as an orphan: want CRD %s marked %s, got %+v", widgetCRD, extensioncleanup.OrphanedFromAnnotation, crd)
 	}

@@ -7,25 +7,34 @@
 //
 //	gotestsum --raw-command -- go run ./scripts/testrun -o DIR -p 6 [-exec 'env GOMAXPROCS=1'] ./...
 //
-// Unlike go test, a package that does not compile stops the run before any test runs (its old binary
-// must not run in its place), and go vet is not run (make lint runs all of it).
+// The packages start longest first, by their durations in the previous run (kept beside the binaries;
+// a package not in it counts as longest): the longest one starting late, as in go list's order, ended
+// the run alone. Unlike go test, a package that does not compile stops the run before any test runs (its
+// old binary must not run in its place), and go vet is not run (make lint runs all of it).
 package main
 
 import (
 	"bufio"
+	"cmp"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
-// pkg is a package with tests and where its test binary is kept.
-type pkg struct{ importPath, dir, bin string }
+// pkg is a package with tests, where its test binary is kept, and how long its run took.
+type pkg struct {
+	importPath, dir, bin string
+	took                 time.Duration
+}
 
 func main() {
 	out := flag.String("o", "", "directory of the kept test binaries (required)")
@@ -50,7 +59,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testrun: go tool -n test2json:", err)
 		os.Exit(1)
 	}
-	if !run(os.Stdout, pkgs, strings.TrimSpace(string(test2json)), strings.Fields(*wrapper), *parallel, *timeout) {
+	durations := filepath.Join(*out, "durations.json")
+	longestFirst(pkgs, durations)
+	passed := run(os.Stdout, pkgs, strings.TrimSpace(string(test2json)), strings.Fields(*wrapper), *parallel, *timeout)
+	if err := saveDurations(pkgs, durations); err != nil {
+		fmt.Fprintln(os.Stderr, "testrun:", err)
+	}
+	if !passed {
 		os.Exit(1)
 	}
 }
@@ -73,7 +88,7 @@ func list(out string, patterns []string) ([]pkg, error) {
 		base := filepath.Base(importPath)
 		group := filepath.Join(out, fmt.Sprint(seen[base]))
 		seen[base]++
-		pkgs = append(pkgs, pkg{importPath, dir, filepath.Join(group, base+".test")})
+		pkgs = append(pkgs, pkg{importPath: importPath, dir: dir, bin: filepath.Join(group, base+".test")})
 	}
 	return pkgs, nil
 }
@@ -103,11 +118,13 @@ func run(w io.Writer, pkgs []pkg, test2json string, wrapper []string, parallel i
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallel)
 	failed := false
-	for _, p := range pkgs {
+	for i := range pkgs {
+		p := &pkgs[i]
 		wg.Add(1)
 		slots <- struct{}{}
 		go func() {
-			defer func() { <-slots; wg.Done() }()
+			start := time.Now()
+			defer func() { p.took = time.Since(start); <-slots; wg.Done() }()
 			args := append([]string{"-t", "-p", p.importPath}, wrapper...)
 			args = append(args, p.bin, "-test.v=test2json", "-test.timeout="+timeout.String())
 			cmd := exec.Command(test2json, args...)
@@ -129,6 +146,33 @@ func run(w io.Writer, pkgs []pkg, test2json string, wrapper []string, parallel i
 	}
 	wg.Wait()
 	return !failed
+}
+
+// longestFirst orders pkgs by their durations in the file, longest first; those it lacks go first.
+func longestFirst(pkgs []pkg, file string) {
+	took := map[string]float64{}
+	if b, err := os.ReadFile(file); err == nil {
+		_ = json.Unmarshal(b, &took) // unreadable: go list's order
+	}
+	key := func(p pkg) float64 {
+		if s, ok := took[p.importPath]; ok {
+			return s
+		}
+		return math.Inf(1)
+	}
+	slices.SortStableFunc(pkgs, func(a, b pkg) int { return cmp.Compare(key(b), key(a)) })
+}
+
+func saveDurations(pkgs []pkg, file string) error {
+	took := map[string]float64{}
+	for _, p := range pkgs {
+		took[p.importPath] = p.took.Seconds()
+	}
+	b, err := json.MarshalIndent(took, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
 }
 
 func copyLines(w io.Writer, r io.Reader, mu *sync.Mutex) {

@@ -88,3 +88,22 @@ func stats(t *testing.T, pkgs []pkg) []os.FileInfo {
 	}
 	return s
 }
+
+// TestLongestFirst: the packages start by their last durations, longest first, and a package the last
+// run did not see before them all.
+func TestLongestFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "durations.json")
+	last := []pkg{{importPath: "short", took: time.Second}, {importPath: "long", took: time.Minute}, {importPath: "middle", took: 10 * time.Second}}
+	if err := saveDurations(last, file); err != nil {
+		t.Fatal(err)
+	}
+	pkgs := []pkg{{importPath: "short"}, {importPath: "middle"}, {importPath: "new"}, {importPath: "long"}}
+	longestFirst(pkgs, file)
+	var got []string
+	for _, p := range pkgs {
+		got = append(got, p.importPath)
+	}
+	if want := "new long middle short"; strings.Join(got, " ") != want {
+		t.Errorf("order: want %s, got %s", want, strings.Join(got, " "))
+	}
+}
