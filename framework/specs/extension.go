@@ -212,8 +212,11 @@ func olmv1Installable(b *bundle.Bundle) error {
 func (x *Extension) clearCRDs(ctx context.Context) error {
 	for _, name := range x.crds {
 		crd, err := liveCRD(ctx, x.c, name)
-		if err != nil || crd == nil {
+		if err != nil {
 			return err
+		}
+		if crd == nil {
+			continue // absent: the bundle's other CRDs may still be there
 		}
 		for _, ref := range crd.OwnerReferences {
 			if ref.Kind == olmv1.ClusterExtensionGVK.Kind {
