@@ -3,6 +3,7 @@ package extensioncleanup
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -241,12 +242,8 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 				continue
 			}
 			if marked {
-				annotations = map[string]string{}
-				for k, v := range o.Annotations {
-					if k != OrphanedFromAnnotation {
-						annotations[k] = v
-					}
-				}
+				annotations = maps.Clone(o.Annotations)
+				delete(annotations, OrphanedFromAnnotation)
 			}
 			// Every holder reference (an orphan's pair too, when the user switched away from orphan).
 			refs = refs[:0]
@@ -364,13 +361,8 @@ func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetada
 	case orphan && r.goneFor(name) < r.opts.OrphanGrace:
 		return true, nil // orphaned: the holder's reference stays for OrphanGrace after the ClusterExtension went
 	}
-	if orphan {
-		var refs []metav1.OwnerReference // the orphan's pair goes: the CRD is the user's now
-		for _, ref := range o.OwnerReferences {
-			if ref.UID != holder.UID {
-				refs = append(refs, ref)
-			}
-		}
+	if orphan { // the orphan's pair goes: the CRD is the user's now
+		refs := slices.DeleteFunc(slices.Clone(o.OwnerReferences), func(ref metav1.OwnerReference) bool { return ref.UID == holder.UID })
 		return false, client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
 	}
 	var liveUID types.UID
