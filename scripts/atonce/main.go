@@ -6,7 +6,8 @@
 //
 // It exits 0 when every run passed, 1 when one failed or could not start, 2 on bad arguments, and 130
 // when SIGINT or SIGTERM stopped it: each running run's process group gets one SIGTERM (Ginkgo takes a
-// second signal as "skip the cleanup"), and SIGKILL after -grace or at a second signal.
+// second signal as "skip the cleanup"), and SIGKILL after -grace or at a second signal; it exits once
+// each of those groups is empty, not only when the run's first process ended.
 //
 // Not bash jobs: bash can lose a Ctrl-C that comes while it starts the runs, and make e2e then goes on
 // to a passing end. Go queues the signal, and a run not started when it comes is not started.
@@ -153,37 +154,58 @@ func countStarted(cmds []*exec.Cmd) int {
 }
 
 // stop sends one SIGTERM to the process group of every run still running (cmds holds those), waits
-// for them to end, SIGKILLs what is left after grace or at the next signal, and returns 130.
+// until each group is empty, SIGKILLs the groups left after grace or at the next signal, and returns
+// 130. A group can outlive its first process: Ginkgo takes a SIGTERM that comes while it compiles as
+// "stop once compiled", so its `go test -c` goes on after the run's bash ended, and a run still
+// compiling when make e2e deleted the cluster would create it again.
 func stop(s os.Signal, runs []run, cmds []*exec.Cmd, signals <-chan os.Signal, done <-chan ended, grace time.Duration, log io.Writer) int {
-	running := countStarted(cmds)
-	logf(log, "interrupted (%v): stopping %d run(s) — they remove what they installed; SIGKILL after %v or at the next interrupt", s, running, grace)
-	for _, c := range cmds {
+	groups := map[int]int{} // run index -> its process group (its first process's pid), until empty
+	for i, c := range cmds {
 		if c != nil {
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
+			groups[i] = c.Process.Pid
 		}
 	}
-	kill := func(why string) {
-		for i, c := range cmds {
-			if c != nil {
-				logf(log, "%s still runs %s: SIGKILL to its process group", runs[i].name, why)
-				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			}
-		}
+	logf(log, "interrupted (%v): stopping %d run(s) — they remove what they installed; SIGKILL after %v or at the next interrupt", s, len(groups), grace)
+	for _, pgid := range groups {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	}
+	reaped := map[int]bool{}
 	deadline := time.After(grace)
-	for running > 0 {
+	var giveUp <-chan time.Time
+	kill := func(why string) {
+		for i, pgid := range groups {
+			logf(log, "%s still runs %s: SIGKILL to its process group", runs[i].name, why)
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		// A process killed whose parent died is reaped by init; one never reaped stays in its group.
+		deadline, signals, giveUp = nil, nil, time.After(killWait)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for len(groups) > 0 {
 		select {
 		case e := <-done:
-			cmds[e.i] = nil
-			running--
-			logf(log, "<== %s stopped (output: %s)", runs[e.i].name, runs[e.i].log)
+			reaped[e.i] = true
+		case <-tick.C:
 		case <-deadline:
 			kill(fmt.Sprintf("after %v", grace))
-			deadline, signals = nil, nil
 		case s := <-signals:
 			kill(fmt.Sprintf("at a second interrupt (%v)", s))
-			deadline, signals = nil, nil
+		case <-giveUp:
+			for i, pgid := range groups {
+				logf(log, "%s: process group %d not empty %v after SIGKILL (processes nobody reaps?): left as is", runs[i].name, pgid, killWait)
+			}
+			return 130
+		}
+		for i, pgid := range groups {
+			if reaped[i] && errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+				delete(groups, i)
+				logf(log, "<== %s stopped (output: %s)", runs[i].name, runs[i].log)
+			}
 		}
 	}
 	return 130
 }
+
+// killWait is how long stop waits for the groups it SIGKILLed to empty.
+const killWait = 5 * time.Second

@@ -176,3 +176,35 @@ func TestASignalBeforeARunStartsStartsNone(t *testing.T) {
 		t.Fatal("run a was started after the signal")
 	}
 }
+
+// A run whose first process ends at its SIGTERM while a child goes on (Ginkgo compiling, its
+// `go test -c` running) is stopped only once the child is gone too.
+func TestARunIsStoppedOnlyWhenItsProcessGroupIsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	script := `(trap '' TERM; echo >child.ready; exec sleep 60) & echo $! >child.pid; wait`
+	runs := []run{{"leader", filepath.Join(dir, "leader.log"), []string{"sh", "-c", "cd " + dir + " && { " + script + "; }"}}}
+	signals := make(chan os.Signal, 1)
+	log := &lockedLog{}
+	status := make(chan int, 1)
+	go func() { status <- runAll(runs, signals, 300*time.Millisecond, &bytes.Buffer{}, log) }()
+	waitFiles(t, filepath.Join(dir, "child.ready"), filepath.Join(dir, "child.pid"))
+	pid, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signals <- syscall.SIGINT
+	killedSaying(t, status, log, "leader still runs after 300ms: SIGKILL", "the child that ignores SIGTERM was not killed after a 300 ms grace")
+	if state := processState(strings.TrimSpace(string(pid))); state != "" && state != "Z" {
+		t.Errorf("atonce returned while the run's child %s still runs (state %s):\n%s", pid, state, log.String())
+	}
+}
+
+// processState is a process's state letter from /proc ("" when it is gone).
+func processState(pid string) string {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return ""
+	}
+	_, after, _ := strings.Cut(string(stat), ") ")
+	return after[:1]
+}
