@@ -10,14 +10,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// BreakReleaseEarly turns the deliberately broken release on or off (the lifecycle test's broken variant).
-func BreakReleaseEarly(on bool) { brokenReleaseEarly.Store(on) }
+// WithBrokenReleaseEarly is opts for a deliberately broken controller (the lifecycle test's broken variant).
+func WithBrokenReleaseEarly(opts Options) Options {
+	opts.breakReleaseEarly = true
+	return opts
+}
 
-// SetGCSettle sets how long the controller waits after a release before it lets the ClusterExtension go,
-// and returns a func that restores it.
-func SetGCSettle(d time.Duration) (restore func()) {
-	old := gcSettleNanos.Swap(int64(d))
-	return func() { gcSettleNanos.Store(old) }
+// WithGCSettle is opts for a controller that waits d after a release before it lets the ClusterExtension go.
+func WithGCSettle(opts Options, d time.Duration) Options {
+	opts.gcSettle = d
+	return opts
 }
 
 // ReconcileStale runs one Reconcile of stale's name by a controller of mgr (not started: only its API

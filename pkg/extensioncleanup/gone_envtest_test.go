@@ -32,6 +32,7 @@ import (
 // while they carried the holder's reference alone is, after the sweep, deleted by the GC; none is left
 // without an owner reference.
 func TestSweepGivesHeldObjectsOfAGoneExtensionToTheGC(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
@@ -57,6 +58,7 @@ func TestSweepGivesHeldObjectsOfAGoneExtensionToTheGC(t *testing.T) {
 // finished (the cache lagging behind the controller's own finish) holds nothing again: the object keeps
 // the ClusterExtension's reference alone, and goes with it.
 func TestStaleCopyOfAFinishedExtensionHoldsNothing(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const keep = "test.cleanup-e2e.io/keep" // keeps the ClusterExtension after the controller's finish
@@ -106,6 +108,7 @@ func TestStaleCopyOfAFinishedExtensionHoldsNothing(t *testing.T) {
 // then finds it still there, neither waiting nor gone); a controller restarted meanwhile, with no memory
 // of the release, lets it go from the condition, and the GC takes everything.
 func TestReleaseSettlesAcrossARestart(t *testing.T) {
+	t.Parallel()
 	ctx, e := releasedInASettle(t, extensioncleanup.ModeDeleteOperands, metav1.DeletePropagationForeground, extensioncleanup.ReasonCompleted)
 	e.stop()
 	u := e.liveCE(ctx)
@@ -181,10 +184,9 @@ func (e *env) patchFinalizers(ctx context.Context, t *testing.T, edit func([]str
 // and waits for the condition reason of the release, the settle after it lengthened to 20 s so that a
 // test acts inside it.
 func releasedInASettle(t *testing.T, mode string, policy metav1.DeletionPropagation, reason string) (context.Context, *env) {
-	t.Cleanup(extensioncleanup.SetGCSettle(20 * time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	e := setup(ctx, t, mode, fast)
+	e := setup(ctx, t, mode, extensioncleanup.WithGCSettle(fast, 20*time.Second))
 	e.deleteCE(ctx, t, policy)
 	e.waitCondition(ctx, t, reason)
 	return ctx, e

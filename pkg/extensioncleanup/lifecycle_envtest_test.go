@@ -41,11 +41,12 @@ const (
 // again. A failure prints the list, the shortest failing list found (with CLEANUP_E2E_EXT_LIFECYCLE_SHRINK
 // re-runs) and how to replay both.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	seed := envInt(envLifecycleSeed, time.Now().UnixNano()%1_000_000)
 	rounds := envInt(envLifecycleRounds, 2)
 	first, ops := generate(seed, int(rounds))
 	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
-	f := runAndShrink(t, seed, first, ops, false, int(envInt(envLifecycleShrink, 0)))
+	f := runAndShrink(t, seed, first, ops, variant{}, int(envInt(envLifecycleShrink, 0)))
 	f.replay = fmt.Sprintf("%s=%d %s=%d", envLifecycleSeed, seed, envLifecycleRounds, rounds)
 	if len(f.violations) > 0 {
 		t.Error(f.report())
@@ -56,12 +57,11 @@ func TestLifecycle(t *testing.T) {
 // as a pass has deleted the CRs, before they are finalized, is caught, and the shrinker drops operations
 // the violation does not need (2 re-runs, each on a fresh install: the halves of the list).
 func TestLifecycleCatchesEarlyRelease(t *testing.T) {
-	extensioncleanup.BreakReleaseEarly(true)
-	defer extensioncleanup.BreakReleaseEarly(false)
+	t.Parallel()
 	first, ops := generateBroken(1)
 	all := len(ops)
 	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
-	f := runAndShrink(t, 1, first, ops, true, 2)
+	f := runAndShrink(t, 1, first, ops, variant{releaseEarly: true}, 2)
 	if len(f.original) == 0 {
 		t.Fatalf("the controller that releases before its CRs are finalized went unnoticed over:%s", formatOps(ops))
 	}
@@ -74,10 +74,9 @@ func TestLifecycleCatchesEarlyRelease(t *testing.T) {
 // TestLifecycleCatchesADeletionDuringAnUpgrade checks the checker: a Widget deleted during an upgrade
 // is reported, naming the upgrade's step, while the Widgets a terminating namespace took are not.
 func TestLifecycleCatchesADeletionDuringAnUpgrade(t *testing.T) {
-	plantDeletionOnUpgrade = true
-	defer func() { plantDeletionOnUpgrade = false }()
+	t.Parallel()
 	ops := []lifecycleOp{{Step: 1, Kind: opNamespace, NS: "team-a"}, {Step: 2, Kind: opUpgrade}}
-	v := runLifecycle(t, install{Mode: extensioncleanup.ModeDeleteOperands, Version: versions[0]}, ops, false)
+	v := runLifecycle(t, install{Mode: extensioncleanup.ModeDeleteOperands, Version: versions[0]}, ops, variant{plantDeletion: true})
 	if len(v) != 1 || !strings.Contains(v[0], "team-b/") || !strings.Contains(v[0], "seen during step 2 upgrade") {
 		t.Fatalf("want exactly the planted deletion of a team-b Widget, seen during step 2 upgrade; got %d violation(s):\n  %s",
 			len(v), strings.Join(v, "\n  "))
@@ -97,13 +96,13 @@ type failure struct {
 
 // runAndShrink runs ops on a fresh install (a subtest: each run's control plane is stopped before the
 // next) and, on violations, re-runs shrunk lists within budget.
-func runAndShrink(t *testing.T, seed int64, first install, ops []lifecycleOp, broken bool, budget int) failure {
+func runAndShrink(t *testing.T, seed int64, first install, ops []lifecycleOp, vr variant, budget int) failure {
 	f := failure{seed: seed, first: first, all: ops, ops: ops, test: strings.SplitN(t.Name(), "/", 2)[0]}
 	run := func(cand []lifecycleOp) []string {
 		var v []string
 		t.Run(fmt.Sprintf("seed%d-%dops", seed, len(cand)), func(t *testing.T) {
 			t.Logf("first install %s, operations:%s", first, formatOps(cand))
-			v = runLifecycle(t, first, cand, broken)
+			v = runLifecycle(t, first, cand, vr)
 			for _, s := range v {
 				t.Logf("violation: %s", s)
 			}

@@ -29,18 +29,27 @@ type lifecycleRun struct {
 	taken      map[types.UID]bool  // Widgets a terminating namespace took
 	byStep     map[int]lifecycleOp // a recorded deletion's step names its operation
 	violations []string
+	plant      bool // variant.plantDeletion
 }
 
+// variant is a deliberately wrong run the checker must catch: a controller that releases early, or an
+// upgrade that deletes a Widget as a controller acting during an upgrade would.
+type variant struct{ releaseEarly, plantDeletion bool }
+
 // runLifecycle installs the extension as first says on a fresh environment, runs ops and returns the
-// violations. broken: the early-release variant's waits (a longer foreign hold).
-func runLifecycle(t *testing.T, first install, ops []lifecycleOp, broken bool) []string {
+// violations, the controller and its checks as vr says.
+func runLifecycle(t *testing.T, first install, ops []lifecycleOp, vr variant) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute+time.Duration(len(ops))*40*time.Second)
 	defer cancel()
 	opts := fast
 	opts.OrphanGrace = 2 * time.Second
-	r := &lifecycleRun{t: t, opts: opts, mode: first.Mode, installed: true, taken: map[types.UID]bool{}, byStep: map[int]lifecycleOp{}}
+	if vr.releaseEarly {
+		opts = extensioncleanup.WithBrokenReleaseEarly(opts)
+	}
+	r := &lifecycleRun{t: t, opts: opts, mode: first.Mode, installed: true, taken: map[types.UID]bool{}, byStep: map[int]lifecycleOp{},
+		plant: vr.plantDeletion}
 	r.e = setupAt(ctx, t, first.Mode, first.Version, opts)
-	if broken {
+	if vr.releaseEarly {
 		// The early release comes once a pass has deleted the CRs, which a loaded machine may delay past
 		// the default hold: the foreign finalizer stays until the ClusterExtension is gone (or half the wait).
 		r.e.foreignHold = intervals.Get(intervals.GarbageCollecting) / 2
@@ -120,7 +129,7 @@ func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
 			return false
 		}
 		e.upgrade(ctx, t, to)
-		if plantDeletionOnUpgrade {
+		if r.plant {
 			r.plantDeletion(ctx, "team-b")
 		}
 		// An upgrade is no uninstall: the controller holds the upgraded objects again (Holding).
@@ -192,10 +201,6 @@ func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
 	r.rec.Stop()
 	r.installed = false
 }
-
-// plantDeletionOnUpgrade makes every upgrade of a run delete a Widget, as a controller that acts during
-// an upgrade would: the checker must report it (TestLifecycleCatchesADeletionDuringAnUpgrade).
-var plantDeletionOnUpgrade bool
 
 // plantDeletion deletes the first live Widget in ns (its operator finalizes it).
 func (r *lifecycleRun) plantDeletion(ctx context.Context, ns string) {

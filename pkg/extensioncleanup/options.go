@@ -82,6 +82,14 @@ type Options struct {
 	OrphanGrace time.Duration
 	// DeleteConcurrency bounds the CR Deletes in flight. Default 16.
 	DeleteConcurrency int
+
+	// gcSettle is how long the controller waits after ending a foreground wait, and after a release,
+	// before it acts on the ClusterExtension again: a strip the GC decided before lands within it.
+	// Default 3s; tests lengthen it to stop the controller inside it (export_test.go).
+	gcSettle time.Duration
+	// breakReleaseEarly makes the controller release after its first complete pass, before the CRs are
+	// finalized: the lifecycle test must catch it (export_test.go).
+	breakReleaseEarly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -105,6 +113,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DeleteConcurrency <= 0 {
 		o.DeleteConcurrency = 16
+	}
+	if o.gcSettle <= 0 {
+		o.gcSettle = 3 * time.Second
 	}
 	return o
 }

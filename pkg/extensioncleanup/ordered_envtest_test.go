@@ -25,12 +25,14 @@ var fast = extensioncleanup.Options{PollInterval: 300 * time.Millisecond, StallT
 // default way (background): every Widget is finalized by its running operator, then the CRD, the
 // operator and its RBAC go; a CRD the extension does not own, labelled as if it did, keeps its CR.
 func TestOrderedUninstallBackground(t *testing.T) {
+	t.Parallel()
 	orderedUninstall(t, metav1.DeletePropagationBackground)
 }
 
 // TestOrderedUninstallForeground: the same with kubectl delete --cascade=foreground, where the garbage
 // collector deletes the blocking dependents at once: the holder's owner reference keeps them.
 func TestOrderedUninstallForeground(t *testing.T) {
+	t.Parallel()
 	orderedUninstall(t, metav1.DeletePropagationForeground)
 }
 
@@ -122,6 +124,7 @@ func expectUntouched(ctx context.Context, t *testing.T, e *env, obj *unstructure
 // pending: the condition names it and its finalizer (CleanupStalled), the operator keeps running, a
 // restart of the controller changes nothing; once the foreign finalizer goes, the uninstall completes.
 func TestStallExplainedAndRestart(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
@@ -162,6 +165,7 @@ func TestStallExplainedAndRestart(t *testing.T) {
 // finalizer, no holder reference); removing it in the middle of an ordered uninstall stops it: the
 // ClusterExtension and what it owns go as OLM v1 removes them, the pending Widget stays.
 func TestOptOut(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)

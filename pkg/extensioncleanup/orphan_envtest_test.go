@@ -23,10 +23,14 @@ import (
 // the CRDs stay, in the end without an owner reference, every Widget stays undeleted; the operator and
 // its RBAC go. A ClusterExtension of the same name then
 // installs again and adopts the CRDs (helm's ownership annotations still name its release).
-func TestOrphanAndReinstall(t *testing.T) { orphanAndReinstall(t, metav1.DeletePropagationBackground) }
+func TestOrphanAndReinstall(t *testing.T) {
+	t.Parallel()
+	orphanAndReinstall(t, metav1.DeletePropagationBackground)
+}
 
 // TestOrphanForegroundAndReinstall: the same with kubectl delete --cascade=foreground.
 func TestOrphanForegroundAndReinstall(t *testing.T) {
+	t.Parallel()
 	orphanAndReinstall(t, metav1.DeletePropagationForeground)
 }
 
@@ -99,6 +103,7 @@ func orphanAndReinstall(t *testing.T, policy metav1.DeletionPropagation) {
 // the CRD loses the orphan's mark and the holder's reference, gets the ClusterExtension's back, and goes
 // with everything else.
 func TestOptOutAfterTheOrphanRelease(t *testing.T) {
+	t.Parallel()
 	ctx, e := releasedInASettle(t, extensioncleanup.ModeOrphan, metav1.DeletePropagationBackground, extensioncleanup.ReasonOrphaned)
 	if crd := e.crd(ctx, t); crd == nil || crd.Annotations[extensioncleanup.OrphanedFromAnnotation] == "" {
 		t.Fatalf("released as an orphan: want CRD %s marked %s, got %+v", widgetCRD, extensioncleanup.OrphanedFromAnnotation, crd)

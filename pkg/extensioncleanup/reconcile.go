@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -122,13 +121,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 const abortedMsg = "opted out while deleted: the uninstall is OLM v1's own from here (nothing more is deleted by this controller)"
 
-// gcSettle is how long the controller waits after ending a foreground wait, and after a release, before
-// it acts on the ClusterExtension again: a strip the GC decided before lands within it. Tests lengthen it
-// (export_test.go) to stop the controller inside it.
-func gcSettle() time.Duration { return time.Duration(gcSettleNanos.Load()) }
-
-var gcSettleNanos = func() *atomic.Int64 { var v atomic.Int64; v.Store(int64(3 * time.Second)); return &v }()
-
 // endForegroundWait removes the GC's foregroundDeletion finalizer from an opted-in ClusterExtension
 // being deleted (doc.go, invariant 6). While it is there, the GC strips the ClusterExtension's reference
 // from every held object (the holder is a live owner) and operator-controller, which keeps reconciling
@@ -143,11 +135,11 @@ func (r *Reconciler) endForegroundWait(ctx context.Context, ce *unstructured.Uns
 	if err := r.client.Patch(ctx, ce, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.stateFor(ce.GetName()).quietUntil = time.Now().Add(gcSettle())
+	r.stateFor(ce.GetName()).quietUntil = time.Now().Add(r.opts.gcSettle)
 	log.FromContext(ctx).Info("foreground deletion held as a background one", "removed", metav1.FinalizerDeleteDependents)
 	r.recorder.Eventf(ce, nil, corev1.EventTypeNormal, ReasonForegroundEnded, "Uninstall",
 		"foreground deletion carried out as a held background one: %s removed; the ClusterExtension goes once its uninstall is over, its objects then go with it", metav1.FinalizerDeleteDependents)
-	return ctrl.Result{RequeueAfter: gcSettle()}, nil
+	return ctrl.Result{RequeueAfter: r.opts.gcSettle}, nil
 }
 
 // gone handles a ClusterExtension that no longer exists: its holds are swept (sweepOne); an orphan's
@@ -272,7 +264,7 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 		return r.verifyLive(ctx, ce, p)
 	}}
 	res, err := r.runner.Run(ctx, p, v)
-	if brokenReleaseEarly.Load() && err == nil {
+	if r.opts.breakReleaseEarly && err == nil {
 		// A deliberately broken controller (tests only): lets the operator go after the first pass that
 		// completes, its CRs deleted but not finalized. Not "a pass that deleted": a pass stopped by
 		// ErrPlanChanged after its Deletes went out counts none, and the next one finds them all deleting.
@@ -280,7 +272,7 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 		if res, err := r.finish(ctx, ce, holder.UID, false, ReasonCompleted, "released early (broken for a test)"); err != nil {
 			return res, err
 		}
-		return r.letGo(ctx, ce, holder.UID, ReasonCompleted, time.Now().Add(-gcSettle()))
+		return r.letGo(ctx, ce, holder.UID, ReasonCompleted, time.Now().Add(-r.opts.gcSettle))
 	}
 	if errors.Is(err, cleanuppass.ErrPlanChanged) {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
@@ -312,10 +304,6 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 	}
 	return ctrl.Result{RequeueAfter: r.opts.PollInterval}, r.setCondition(ctx, ce, reason, msg)
 }
-
-// brokenReleaseEarly makes the controller release after its first complete pass, before the CRs are
-// finalized: the lifecycle test must catch it (set only by tests, export_test.go).
-var brokenReleaseEarly atomic.Bool
 
 // verifyLive re-reads the ClusterExtension and its plan from the API server before Deletes: the same
 // object (UID), still deleted, still held by the finalizer, still opted in to delete-operands, and the
@@ -417,7 +405,7 @@ func (r *Reconciler) finish(ctx context.Context, ce *unstructured.Unstructured, 
 	}
 	r.recorder.Eventf(ce, nil, corev1.EventTypeNormal, reason, "Uninstall", "%s", msg)
 	r.stateFor(ce.GetName()).releasedAt = time.Now()
-	return ctrl.Result{RequeueAfter: gcSettle()}, nil
+	return ctrl.Result{RequeueAfter: r.opts.gcSettle}, nil
 }
 
 // releasedAt reports whether the uninstall of the deleted ce has released its holds, and when: this
@@ -447,7 +435,7 @@ func (r *Reconciler) releasedAt(ce *unstructured.Unstructured) (time.Time, strin
 // the ClusterExtension went right after the release, would strip the only reference left. It releases
 // again first: anything that changed restarts the wait.
 func (r *Reconciler) letGo(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, reason string, at time.Time) (ctrl.Result, error) {
-	if wait := gcSettle() - time.Since(at); wait > 0 {
+	if wait := r.opts.gcSettle - time.Since(at); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	_, changed, err := r.release(ctx, ce, holderUID, reason == ReasonOrphaned)
@@ -456,7 +444,7 @@ func (r *Reconciler) letGo(ctx context.Context, ce *unstructured.Unstructured, h
 	}
 	if changed > 0 {
 		r.stateFor(ce.GetName()).releasedAt = time.Now()
-		return ctrl.Result{RequeueAfter: gcSettle()}, nil
+		return ctrl.Result{RequeueAfter: r.opts.gcSettle}, nil
 	}
 	if err := r.setFinalizer(ctx, ce, false); err != nil {
 		return ctrl.Result{}, err

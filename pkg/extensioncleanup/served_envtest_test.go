@@ -24,12 +24,13 @@ import (
 // last user removes OLM v1, an OLM v1 reinstall): an opted-in ClusterExtension made each time must
 // get the finalizer promptly. Deleted before it has it, it is OLM v1's plain uninstall.
 func TestServedLaterAndAgain(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a control plane")
 	}
 	ctx := t.Context()
 	crd := clusterExtensionCRD(t)
-	p, c := envtest.ForTest(ctx, t, envtest.WithName("extensioncleanup-served"), envtest.WithoutOLM())
+	p, c := envtest.ForParallelTest(ctx, t, envtest.WithName("extensioncleanup-served"), envtest.WithoutOLM())
 	if err := c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: extensioncleanup.DefaultHolderName}}); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 // the CRD Terminating. The controller deletes nothing during the upgrades (invariant 2), holds the
 // upgraded objects again, and its uninstall waits for the dropped kind's CR without deleting it.
 func TestUpgradesKeepHoldAndDropACRD(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)

@@ -16,13 +16,14 @@ import (
 // client (scheme: kube.MustScheme).
 func ForTest(ctx context.Context, t *testing.T, opts ...Option) (*Provider, client.Client) {
 	t.Helper()
-	p, c := forTest(ctx, t, opts...)
+	p, c := ForParallelTest(ctx, t, opts...)
 	t.Setenv("KUBECONFIG", p.KubeconfigPath())
 	return p, c
 }
 
-// forTest is ForTest without setting KUBECONFIG, which a parallel test may not do.
-func forTest(ctx context.Context, t *testing.T, opts ...Option) (*Provider, client.Client) {
+// ForParallelTest is ForTest without KUBECONFIG, a variable of the whole process that a test calling
+// t.Parallel may not set: such a test hands the provider's KubeconfigPath to what needs it.
+func ForParallelTest(ctx context.Context, t *testing.T, opts ...Option) (*Provider, client.Client) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a control plane")

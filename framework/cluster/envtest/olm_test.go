@@ -35,7 +35,7 @@ func TestStopAndStartOLM(t *testing.T) {
 	}
 	auditDir := t.TempDir()
 	// not ForTest: it sets KUBECONFIG, which a parallel test may not
-	p, c := forTest(ctx, t, WithName("olm-stop-start"), func(o *options) { o.auditDir = auditDir })
+	p, c := ForParallelTest(ctx, t, WithName("olm-stop-start"), func(o *options) { o.auditDir = auditDir })
 	if ok, err := olm.Reconciling(ctx, c); !ok || err != nil {
 		t.Fatalf("OLM just started: reconciling=%t, err=%v", ok, err)
 	}
