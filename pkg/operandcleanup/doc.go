@@ -69,7 +69,9 @@
 //     deleted. Otherwise deleting X is an aborted upgrade, not an uninstall: nothing is deleted.
 //  3. No other installation serves the operand: no other CSV anywhere (not copied, not being deleted) owns
 //     its CRD with the operand's namespace among its targets (for cluster-scoped types: owns it at all).
-//     Such operands are left in place and named in the status message.
+//     Such operands are left in place and named in the status message. One whose targets OLM has not
+//     set yet blocks the cleanup until it has (nothing is deleted meanwhile); one OLM failed for want
+//     of a single OperatorGroup counts as serving every namespace.
 //  4. An opt-in is never lost: the controller never sets spec.cleanup.enabled to false; it copies true to
 //     successors, and a CSV whose successor vanished keeps the user's value.
 //  5. A cleanup that cannot finish says why in the CSV's status (phase Cleanup with WaitingOnCleanup and

@@ -2,6 +2,7 @@ package operandcleanup
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,5 +130,30 @@ func TestTheLastCheckCountsOnlyWhatThePlanMayDelete(t *testing.T) {
 				t.Fatalf("anyOperandLive = %v, %v; want %v (widgets %d: team-a's are another installation's)", live, err, c.live, len(s.widgets))
 			}
 		})
+	}
+}
+
+// Another installation of the same operator that OLM has not placed yet (created a moment ago: no
+// olm.targetNamespaces, no OperatorGroup, phase "") blocks the plan: counted as global at once, it left
+// the uninstall's operands in place for good (make e2e on kind, other runs installing widget-operator
+// as an uninstall began). Once OLM has failed it (no OperatorGroup), it counts as global.
+func TestAnInstallationOLMHasNotPlacedYetBlocksThePlan(t *testing.T) {
+	ctx := context.Background()
+	csv := widgetCSV("op", "x", "op,team-a")
+	young := widgetCSV("other", "y", "")
+	delete(young.Annotations, targetNamespacesAnno)
+	s := &widgetsReader{csvs: []v1alpha1.ClusterServiceVersion{csv, young}}
+	_, err := buildPlan(ctx, s, s, &csv, parseTargets("op,team-a", "test"))
+	var blocked *errNoTargets
+	if !errors.As(err, &blocked) || !strings.Contains(blocked.msg, "CSV other/widget.v1 also owns widgets.g") {
+		t.Fatalf("a widget CSV OLM has not placed yet: want the plan blocked, naming it, got %v", err)
+	}
+	s.csvs[1].Status.Phase = v1alpha1.CSVPhaseFailed
+	p, err := buildPlan(ctx, s, s, &csv, parseTargets("op,team-a", "test"))
+	if err != nil {
+		t.Fatalf("a widget CSV OLM failed: want a plan, got %v", err)
+	}
+	if p.allows(schema.GroupKind{Group: "g", Kind: "Widget"}, "team-a") == nil {
+		t.Fatalf("a widget CSV OLM failed for want of an OperatorGroup counts as global: want team-a's widgets left in place (notes %q)", p.notes)
 	}
 }

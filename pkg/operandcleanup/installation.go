@@ -59,7 +59,11 @@ func notCopiedSelector() labels.Selector {
 // sharedOperands finds the other installations that serve some of the plan's operand types in some of
 // its target namespaces: every CSV (cluster-wide, not copied, not being deleted, not csv itself) that owns
 // one of the plan's CRDs and whose targets overlap the plan's. Their (type, namespace) pairs are excluded
-// from the plan (invariant 3 in doc.go). A CSV whose targets cannot be resolved counts as global.
+// from the plan (invariant 3 in doc.go). A CSV whose targets cannot be resolved blocks the plan while OLM
+// has not yet placed it (no olm.targetNamespaces, not Failed: created a moment ago, beside its
+// OperatorGroup), and counts as global once OLM failed it (no or several OperatorGroups): counted as
+// global at once, an install of the same operator elsewhere, starting as the uninstall began, skipped
+// its cleanup for good.
 func sharedOperands(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterServiceVersion, p *plan) error {
 	if len(p.types) == 0 || unsafeIgnoreOtherCSVs.Load() {
 		return nil
@@ -88,9 +92,13 @@ func sharedOperands(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterS
 		}
 		ot, err := resolveTargets(ctx, r, other)
 		var blocked *errNoTargets
-		if errors.As(err, &blocked) {
+		switch {
+		case errors.As(err, &blocked) && other.Status.Phase != v1alpha1.CSVPhaseFailed:
+			return &errNoTargets{fmt.Sprintf("CSV %s also owns %s and OLM has not placed it yet (%s): waiting to tell whether it serves these operands",
+				keyOf(other), shared[0].crdName, blocked.msg)}
+		case errors.As(err, &blocked):
 			ot = targets{all: true, source: "unresolved: treated as all namespaces"}
-		} else if err != nil {
+		case err != nil:
 			return err
 		}
 		for _, t := range shared {
