@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -85,7 +86,9 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 	st := r.stateFor(key)
 	p, err := r.planFor(ctx, csv, st, false)
 	var blocked *errNoTargets
+	r.waitOn(st, types.NamespacedName{})
 	if errors.As(err, &blocked) {
+		r.waitOn(st, blocked.on)
 		return r.reportBlocked(ctx, csv, st, blocked.msg)
 	}
 	if err != nil {

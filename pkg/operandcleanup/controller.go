@@ -58,6 +58,9 @@ type csvState struct {
 
 	lastStatusWrite time.Time
 	lastBlocked     string
+	// waitsOn: the CSV OLM has not placed yet that blocks this cleanup (errNoTargets.on); under
+	// Reconciler.mu, which mapToWaiting reads it with.
+	waitsOn types.NamespacedName
 
 	// operator liveness (operator.go): last check, its answer, the last OperatorGone warning emitted.
 	operatorCheckedAt time.Time
@@ -111,6 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		// successors (e.g. the predecessor's removal makes a successor the whole installation).
 		Watches(&v1alpha1.ClusterServiceVersion{}, handler.EnqueueRequestsFromMapFunc(mapToReplaced)).
 		Watches(&v1alpha1.ClusterServiceVersion{}, handler.EnqueueRequestsFromMapFunc(r.mapToSuccessors)).
+		Watches(&v1alpha1.ClusterServiceVersion{}, handler.EnqueueRequestsFromMapFunc(r.mapToWaiting)).
 		Watches(&operatorsv1.OperatorGroup{}, handler.EnqueueRequestsFromMapFunc(r.mapOperatorGroup))
 	for _, obj := range rbacKinds {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(mapRBAC), builder.WithPredicates(rbacRelevant()))

@@ -94,7 +94,7 @@ func sharedOperands(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterS
 		var blocked *errNoTargets
 		switch {
 		case errors.As(err, &blocked) && other.Status.Phase != v1alpha1.CSVPhaseFailed:
-			return &errNoTargets{fmt.Sprintf("CSV %s also owns %s and OLM has not placed it yet (%s): waiting to tell whether it serves these operands",
+			return &errNoTargets{on: keyOf(other), msg: fmt.Sprintf("CSV %s also owns %s and OLM has not placed it yet (%s): waiting to tell whether it serves these operands",
 				keyOf(other), shared[0].crdName, blocked.msg)}
 		case errors.As(err, &blocked):
 			ot = targets{all: true, source: "unresolved: treated as all namespaces"}

@@ -42,6 +42,10 @@ const (
 	// own namespace (op2) with targets NS, without cleanup; what it serves is never this cleanup's.
 	opInstallOther opKind = "install-other"
 	opDeleteOther  opKind = "delete-other"
+	// opInstallOtherUnplaced: install-other as OLM has not placed it yet (no olm.targetNamespaces, no
+	// OperatorGroup, no phase): no cleanup may delete anything until opPlaceOther gives it targets NS.
+	opInstallOtherUnplaced opKind = "install-other-unplaced"
+	opPlaceOther           opKind = "place-other"
 )
 
 // lifecycleOp is one concrete operation.
@@ -156,9 +160,14 @@ func generateSequence(seed int64, n int) (string, []lifecycleOp) {
 		if t := retargetChoices[rng.Intn(len(retargetChoices))]; t != joinSyms(m.targets) {
 			add(2, lifecycleOp{Kind: opRetarget, NS: t})
 		}
-		if m.other == nil {
+		switch {
+		case m.other == nil:
 			add(1, lifecycleOp{Kind: opInstallOther, NS: retargetChoices[rng.Intn(len(retargetChoices))]})
-		} else {
+			add(1, lifecycleOp{Kind: opInstallOtherUnplaced, NS: retargetChoices[rng.Intn(len(retargetChoices))]})
+		case m.otherUnplaced:
+			add(2, lifecycleOp{Kind: opPlaceOther})
+			add(1, lifecycleOp{Kind: opDeleteOther})
+		default:
 			add(1, lifecycleOp{Kind: opDeleteOther})
 		}
 		add(1, lifecycleOp{Kind: opRestart})
@@ -192,6 +201,8 @@ type lifecycleModel struct {
 	operands map[string]string    // Widget name -> symbolic namespace (not deleted by the user)
 	// other: the targets of the second installation, nil while there is none.
 	other []string
+	// otherUnplaced: OLM has not given the second installation its targets yet.
+	otherUnplaced bool
 }
 
 func newModel(targets []string) *lifecycleModel {
@@ -278,16 +289,21 @@ func (m *lifecycleModel) applyOp(o lifecycleOp) bool {
 			return false
 		}
 		m.targets = strings.Split(o.NS, ",")
-	case opInstallOther:
+	case opInstallOther, opInstallOtherUnplaced:
 		if m.other != nil {
 			return false
 		}
-		m.other = strings.Split(o.NS, ",")
+		m.other, m.otherUnplaced = strings.Split(o.NS, ","), o.Kind == opInstallOtherUnplaced
+	case opPlaceOther:
+		if !m.otherUnplaced {
+			return false
+		}
+		m.otherUnplaced = false
 	case opDeleteOther:
 		if m.other == nil {
 			return false
 		}
-		m.other = nil
+		m.other, m.otherUnplaced = nil, false
 	case opInstall, opInstallEnabled:
 		if len(m.csvs) > 0 {
 			return false
@@ -404,12 +420,13 @@ func (m *lifecycleModel) cleanable() []string {
 	return m.notServedByOther(intersectSyms(m.targets, m.watched))
 }
 
-// notServedByOther is syms less the namespaces the second installation serves.
+// notServedByOther is syms less the namespaces the second installation serves (none while it is
+// unplaced: what it will serve is not known).
 func (m *lifecycleModel) notServedByOther(syms []string) []string {
 	if m.other == nil {
 		return syms
 	}
-	if m.other[0] == "*" {
+	if m.other[0] == "*" || m.otherUnplaced {
 		return nil
 	}
 	if len(syms) > 0 && syms[0] == "*" {

@@ -65,7 +65,11 @@ func (r *lifecycleRun) do(o lifecycleOp) {
 	case opRelease:
 		// Each installation's operator finalizes where it watches, while it runs (ours: until the last
 		// CSV goes with its Deployment).
-		for _, scope := range [][]string{r.ourOperatorWatches(), r.model.other} {
+		other := r.model.other
+		if r.model.otherUnplaced {
+			other = nil // its operator does not run yet
+		}
+		for _, scope := range [][]string{r.ourOperatorWatches(), other} {
 			if scope != nil && o.NS != "" {
 				scope = intersectSyms(scope, []string{o.NS})
 			}
@@ -75,6 +79,10 @@ func (r *lifecycleRun) do(o lifecycleOp) {
 		}
 	case opInstallOther:
 		createCSV(r.ns["op2"], "other.v1", targetNamespaces(r.realTargets(r.model.other)), owns(lifecycleKind))
+	case opInstallOtherUnplaced:
+		createCSVWithStatus(r.ns["op2"], "other.v1", v1alpha1.CSVPhaseNone, "", owns(lifecycleKind))
+	case opPlaceOther:
+		r.editCSV(types.NamespacedName{Namespace: r.ns["op2"], Name: "other.v1"}, targetNamespaces(r.realTargets(r.model.other)))
 	case opDeleteOther:
 		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns["op2"], Name: "other.v1"}}))).To(Succeed())
 	case opRetarget:

@@ -235,6 +235,8 @@ func (r *lifecycleRun) checkStatus() {
 // the targets must be gone (the cleanup happens at all), nothing may stay stuck, and no RBAC may stay held.
 func (r *lifecycleRun) uninstallAll() {
 	r.rec.Stamp(r.final)
+	// OLM places a new installation within seconds; one never placed would block the uninstall for good.
+	r.apply(lifecycleOp{Kind: opPlaceOther})
 	head := ""
 	for _, n := range r.model.present() {
 		if r.model.isHead(n) {

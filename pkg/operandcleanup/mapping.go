@@ -58,6 +58,29 @@ func (r *Reconciler) mapToSuccessors(ctx context.Context, obj client.Object) []r
 	return out
 }
 
+// mapToWaiting enqueues the cleanups blocked on this CSV, another installation OLM had not placed yet:
+// its targets set, its phase Failed or its deletion unblocks them at once rather than at the next
+// ResyncInterval.
+func (r *Reconciler) mapToWaiting(_ context.Context, obj client.Object) []reconcile.Request {
+	key := client.ObjectKeyFromObject(obj)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []reconcile.Request
+	for k, s := range r.state {
+		if s.waitsOn == key {
+			out = append(out, reconcile.Request{NamespacedName: k})
+		}
+	}
+	return out
+}
+
+// waitOn records the CSV st's cleanup is blocked on (none: the zero key).
+func (r *Reconciler) waitOn(st *csvState, key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st.waitsOn = key
+}
+
 // mapOperatorGroup enqueues the CSVs of the namespace that wait on their target namespaces: an
 // OperatorGroup appearing or resolving its namespaces unblocks them.
 func (r *Reconciler) mapOperatorGroup(ctx context.Context, obj client.Object) []reconcile.Request {

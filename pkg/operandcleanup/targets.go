@@ -9,6 +9,7 @@ import (
 
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -38,8 +39,12 @@ func (t targets) String() string {
 }
 
 // errNoTargets is returned when the operator's target namespaces cannot be determined. Cleanup must not
-// guess: nothing is deleted until the input is fixed.
-type errNoTargets struct{ msg string }
+// guess: nothing is deleted until the input is fixed. on, when set, is another installation's CSV whose
+// targets OLM has not set yet: its next change re-runs the cleanup (mapToWaiting).
+type errNoTargets struct {
+	msg string
+	on  types.NamespacedName
+}
 
 func (e *errNoTargets) Error() string { return e.msg }
 
@@ -76,13 +81,13 @@ func resolveTargets(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterS
 	}
 	switch n := len(ogs.Items); {
 	case n == 0:
-		return targets{}, &errNoTargets{fmt.Sprintf("no %s annotation and no OperatorGroup in namespace %s: cannot tell the operator's target namespaces, nothing deleted", targetNamespacesAnno, csv.Namespace)}
+		return targets{}, &errNoTargets{msg: fmt.Sprintf("no %s annotation and no OperatorGroup in namespace %s: cannot tell the operator's target namespaces, nothing deleted", targetNamespacesAnno, csv.Namespace)}
 	case n > 1:
-		return targets{}, &errNoTargets{fmt.Sprintf("no %s annotation and %d OperatorGroups in namespace %s: cannot tell the operator's target namespaces, nothing deleted", targetNamespacesAnno, n, csv.Namespace)}
+		return targets{}, &errNoTargets{msg: fmt.Sprintf("no %s annotation and %d OperatorGroups in namespace %s: cannot tell the operator's target namespaces, nothing deleted", targetNamespacesAnno, n, csv.Namespace)}
 	}
 	og := &ogs.Items[0]
 	if len(og.Status.Namespaces) == 0 {
-		return targets{}, &errNoTargets{fmt.Sprintf("no %s annotation and OperatorGroup %s/%s has no status.namespaces yet: nothing deleted", targetNamespacesAnno, og.Namespace, og.Name)}
+		return targets{}, &errNoTargets{msg: fmt.Sprintf("no %s annotation and OperatorGroup %s/%s has no status.namespaces yet: nothing deleted", targetNamespacesAnno, og.Namespace, og.Name)}
 	}
 	src := "OperatorGroup " + og.Name
 	if len(og.Status.Namespaces) == 1 && og.Status.Namespaces[0] == "" {
@@ -90,7 +95,7 @@ func resolveTargets(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterS
 	}
 	for _, ns := range og.Status.Namespaces {
 		if ns == "" {
-			return targets{}, &errNoTargets{fmt.Sprintf("OperatorGroup %s/%s lists all namespaces (\"\") next to named ones in status.namespaces: nothing deleted", og.Namespace, og.Name)}
+			return targets{}, &errNoTargets{msg: fmt.Sprintf("OperatorGroup %s/%s lists all namespaces (\"\") next to named ones in status.namespaces: nothing deleted", og.Namespace, og.Name)}
 		}
 	}
 	return parseTargets(strings.Join(og.Status.Namespaces, ","), src), nil
