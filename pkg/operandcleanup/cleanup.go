@@ -86,9 +86,13 @@ func (r *Reconciler) runCleanup(ctx context.Context, csv *v1alpha1.ClusterServic
 	st := r.stateFor(key)
 	p, err := r.planFor(ctx, csv, st, false)
 	var blocked *errNoTargets
-	r.waitOn(st, types.NamespacedName{})
-	if errors.As(err, &blocked) {
-		r.waitOn(st, blocked.on)
+	isBlocked := errors.As(err, &blocked)
+	var on types.NamespacedName
+	if isBlocked {
+		on = blocked.on
+	}
+	r.waitOn(st, on)
+	if isBlocked {
 		return r.reportBlocked(ctx, csv, st, blocked.msg)
 	}
 	if err != nil {
