@@ -1,6 +1,7 @@
 // Package operandcleanupconfig embeds the manifests that install the operand-cleanup controller
-// (Namespace, ServiceAccount, least-privilege ClusterRole/Binding, leader-election Role, Deployment) so the
-// framework can apply them. Files are applied in name order.
+// (Namespace, ServiceAccount, least-privilege ClusterRole/Binding, leader-election Role, Deployment, and the
+// orphan guard of OLM v1's orphan uninstall: a ValidatingAdmissionPolicy and its binding) so the framework
+// can apply them. Files are applied in name order.
 package operandcleanupconfig
 
 import (
@@ -21,6 +22,8 @@ const (
 	ClusterRoleBinding = "operand-cleanup"
 	Deployment         = "operand-cleanup"
 	Image              = "cleanup-e2e.local/operand-cleanup:v0.1.0"
+	// OrphanGuard names the ValidatingAdmissionPolicy and its binding (extensioncleanup.OrphanGuardName).
+	OrphanGuard = "orphaned-crds.cleanup-e2e.io"
 	// ServiceAccountUser is the user name the controller authenticates as (for impersonation).
 	ServiceAccountUser = "system:serviceaccount:" + Namespace + ":" + ServiceAccount
 )

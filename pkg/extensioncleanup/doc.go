@@ -45,7 +45,8 @@
 //     reference, the holder's twice, the second as controller (orphanRefs: no helm-operator-plugins patch
 //     from a late operator-controller reconcile can give them back to the ClusterExtension); everything
 //     else is released and goes as upstream removes it. Options.OrphanGrace after the ClusterExtension is
-//     gone, the holder's references go too: the CRDs (and every CR) stay with no owner. helm's ownership
+//     gone, the holder's references go too: the CRDs (and every CR) stay with no owner. All of this only
+//     while the orphan guard is in force (invariant 7); until then the uninstall waits, CleanupBlocked. helm's ownership
 //     metadata (label app.kubernetes.io/managed-by: Helm, annotations meta.helm.sh/release-name and
 //     release-namespace) is left as is: a ClusterExtension of the same name and namespace installs again
 //     and adopts them (helm's existingResourceConflict); another name or namespace is refused by helm, as
@@ -94,6 +95,13 @@
 //     holder was there names X's UID and finds nothing, and the GC finds the new owner absent and deletes
 //     the object, as it would have without the hold. The controller never deletes these objects
 //     itself (it has no delete verb on them).
+//  7. No CRD is marked OrphanedFromAnnotation unless the orphan guard (OrphanGuardName: a
+//     ValidatingAdmissionPolicy and its binding, config/operand-cleanup/40-orphan-guard.yaml), read live,
+//     is in force. It refuses any write that gives a marked CRD a reference to the ClusterExtension the
+//     mark names, unless the same write removes the mark (an opt-out's release). So once marked, no late
+//     operator-controller reconcile of the gone ClusterExtension can hand the CRD to the garbage
+//     collector, whenever it comes: after OrphanGrace, or at once when a ClusterExtension of the same
+//     name is there to adopt it and the holder's references go (sweepOne).
 //
 // The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is
 // upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); a strip the GC

@@ -22,6 +22,9 @@ func WithGCSettle(opts Options, d time.Duration) Options {
 	return opts
 }
 
+// CheckOrphanGuard is what the controller checks before it marks a CRD orphaned.
+var CheckOrphanGuard = checkOrphanGuard
+
 // ReconcileStale runs one Reconcile of stale's name by a controller of mgr (not started: only its API
 // reader and writes are used) whose cache still holds stale, a copy of the ClusterExtension read earlier:
 // the informer lagging behind the controller's own finish.

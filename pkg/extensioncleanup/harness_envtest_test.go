@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
+	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/olmv1fixtures"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
@@ -96,6 +97,7 @@ func setupAt(ctx context.Context, t *testing.T, mode, version string, opts exten
 			if err := env.Client.Create(ctx, holder); err != nil {
 				t.Fatal(err)
 			}
+			applyOrphanGuard(ctx, t, env.Client)
 			e.p, e.c, e.m = env.Provider, env.Client, env.Managers
 			e.start(ctx, t, opts)
 		}})
@@ -126,6 +128,34 @@ func setupAt(ctx context.Context, t *testing.T, mode, version string, opts exten
 	}
 	t.Logf("installed, operator running, Widgets reconciled, %s after the start", time.Since(start).Round(time.Millisecond))
 	return e
+}
+
+// applyOrphanGuard creates the orphan guard as config/operand-cleanup installs it (the very manifest).
+func applyOrphanGuard(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	for _, o := range orphanGuard(t) {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("the orphan guard's %s: %v", o.GetKind(), err)
+		}
+	}
+}
+
+// orphanGuard is the ValidatingAdmissionPolicy and its binding from config/operand-cleanup.
+func orphanGuard(t *testing.T) []*unstructured.Unstructured {
+	objs, err := operandcleanupconfig.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetName() == extensioncleanup.OrphanGuardName {
+			out = append(out, o)
+		}
+	}
+	if len(out) != 2 {
+		t.Fatalf("config/operand-cleanup has %d objects named %s; want the policy and its binding", len(out), extensioncleanup.OrphanGuardName)
+	}
+	return out
 }
 
 // controller-runtime's own set-up (the manager's client) logs through its global logger, before the

@@ -41,6 +41,7 @@ const (
 // again. A failure prints the list, the shortest failing list found (with CLEANUP_E2E_EXT_LIFECYCLE_SHRINK
 // re-runs) and how to replay both.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	seed := envInt(envLifecycleSeed, time.Now().UnixNano()%1_000_000)
 	rounds := envInt(envLifecycleRounds, 2)
 	first, ops := generate(seed, int(rounds))
@@ -56,6 +57,7 @@ func TestLifecycle(t *testing.T) {
 // as a pass has deleted the CRs, before they are finalized, is caught, and the shrinker drops operations
 // the violation does not need (2 re-runs, each on a fresh install: the halves of the list).
 func TestLifecycleCatchesEarlyRelease(t *testing.T) {
+	t.Parallel()
 	first, ops := generateBroken(1)
 	all := len(ops)
 	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
@@ -72,6 +74,7 @@ func TestLifecycleCatchesEarlyRelease(t *testing.T) {
 // TestLifecycleCatchesADeletionDuringAnUpgrade checks the checker: a Widget deleted during an upgrade
 // is reported, naming the upgrade's step, while the Widgets a terminating namespace took are not.
 func TestLifecycleCatchesADeletionDuringAnUpgrade(t *testing.T) {
+	t.Parallel()
 	ops := []lifecycleOp{{Step: 1, Kind: opNamespace, NS: "team-a"}, {Step: 2, Kind: opUpgrade}}
 	v := runLifecycle(t, install{Mode: extensioncleanup.ModeDeleteOperands, Version: versions[0]}, ops, variant{plantDeletion: true})
 	if len(v) != 1 || !strings.Contains(v[0], "team-b/") || !strings.Contains(v[0], "seen during step 2 upgrade") {

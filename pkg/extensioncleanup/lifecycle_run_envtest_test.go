@@ -3,6 +3,7 @@ package extensioncleanup_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,14 @@ type lifecycleRun struct {
 	byStep     map[int]lifecycleOp // a recorded deletion's step names its operation
 	violations []string
 	plant      bool // variant.plantDeletion
+	crd        *crdHistory
+	orphaned   *orphanedCRD // the CRD the last uninstall orphaned, until an install adopts it
+}
+
+// orphanedCRD is the CRD an orphan uninstall at step left: the user's from then on.
+type orphanedCRD struct {
+	step int
+	uid  types.UID
 }
 
 // variant is a deliberately wrong run the checker must catch: a controller that releases early, or an
@@ -55,9 +64,16 @@ func runLifecycle(t *testing.T, first install, ops []lifecycleOp, vr variant) []
 		r.e.foreignHold = intervals.Get(intervals.GarbageCollecting) / 2
 	}
 	r.record(ctx)
+	hist, err := startCRDHistory(ctx, r.e.p.RESTConfig(), widgetCRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hist.Stop()
+	r.crd = hist
 	for _, o := range ops {
 		r.byStep[o.Step] = o
-		if r.installed {
+		hist.Stamp(o.Step)
+		if r.installed || r.orphaned != nil {
 			r.rec.Stamp(o.Step)
 		}
 		if r.do(ctx, o) {
@@ -68,6 +84,11 @@ func runLifecycle(t *testing.T, first install, ops []lifecycleOp, vr variant) []
 	}
 	if r.installed {
 		r.checkNothingDeleted(ctx, "the end of the run")
+		r.rec.Stop()
+	}
+	if r.orphaned != nil {
+		r.waitOrphanReleased(ctx)
+		r.checkOrphanKept(ctx, "the end of the run")
 		r.rec.Stop()
 	}
 	return r.violations
@@ -95,6 +116,11 @@ func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
 		}
 		e.reinstall(ctx, t, o.Mode, o.Version)
 		r.mode, r.installed = o.Mode, true
+		if r.orphaned != nil { // adopted by this install, the same CRD
+			r.checkOrphanKept(ctx, "the install at step "+fmt.Sprint(o.Step))
+			r.rec.Stop()
+			r.orphaned = nil
+		}
 		r.record(ctx)
 		return true
 	case opRestart:
@@ -197,9 +223,61 @@ func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
 			t.Logf("opted out in the middle of the uninstall")
 		}
 	}
-	r.violations = append(r.violations, e.judgeUninstall(ctx, t, o.Step, r.mode)...)
-	r.rec.Stop()
+	for _, v := range e.judgeUninstall(ctx, t, o.Step, r.mode) {
+		if strings.Contains(v, "CRD "+widgetCRD) {
+			v += "; its last changes:" + r.crd.Last(6)
+		}
+		r.violate("%s", v)
+	}
 	r.installed = false
+	if crd := e.crd(ctx, t); r.mode == extensioncleanup.ModeOrphan && crd != nil && crd.DeletionTimestamp == nil {
+		// The user's from now on: its Widgets stay recorded until an install adopts it or the run ends.
+		r.orphaned, r.seen = &orphanedCRD{step: o.Step, uid: crd.UID}, len(r.rec.Since(0))
+		return
+	}
+	r.rec.Stop()
+}
+
+// checkOrphanKept: invariant 7. The CRD an orphan uninstall left is the very one (UID) still there,
+// not being deleted, and none of its Widgets was deleted since (but by a terminating namespace), however
+// late operator-controller writes for the gone ClusterExtension.
+func (r *lifecycleRun) checkOrphanKept(ctx context.Context, when string) {
+	crd := r.e.crd(ctx, r.t)
+	switch {
+	case crd == nil:
+		r.violate("CRD %s orphaned at step %d (uid %s) gone by %s; its last changes:%s", widgetCRD, r.orphaned.step, r.orphaned.uid, when, r.crd.Last(6))
+	case crd.UID != r.orphaned.uid:
+		r.violate("CRD %s orphaned at step %d (uid %s) replaced by uid %s by %s: the orphaned one was deleted; its last changes:%s", widgetCRD, r.orphaned.step, r.orphaned.uid, crd.UID, when, r.crd.Last(6))
+	case crd.DeletionTimestamp != nil:
+		r.violate("CRD %s orphaned at step %d being deleted by %s; its last changes:%s", widgetCRD, r.orphaned.step, when, r.crd.Last(6))
+	}
+	for _, d := range r.rec.Since(r.seen) {
+		if !r.taken[d.UID] {
+			r.violate("Widget %s deleted after the orphan uninstall at step %d, seen during step %d, before %s", d, r.orphaned.step, d.Step, when)
+		}
+	}
+}
+
+// waitOrphanReleased waits until the controller dropped the holder's references from the orphaned CRD
+// (OrphanGrace after the ClusterExtension went), then a moment more: a late operator-controller write for
+// the gone ClusterExtension lands within it, and the garbage collector acts on it within milliseconds.
+func (r *lifecycleRun) waitOrphanReleased(ctx context.Context) {
+	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+		crd := r.e.crd(ctx, r.t)
+		if crd == nil {
+			return true, ""
+		}
+		for _, ref := range crd.OwnerReferences {
+			if ref.Kind == "ClusterRole" {
+				return false, fmt.Sprintf("CRD %s still held: owners %v", widgetCRD, describeRefs(crd.OwnerReferences))
+			}
+		}
+		return true, ""
+	})
+	if err != nil {
+		r.violate("the orphaned CRD's holder references never went: %v", err)
+	}
+	time.Sleep(3 * time.Second)
 }
 
 // plantDeletion deletes the first live Widget in ns (its operator finalizes it).

@@ -6,10 +6,9 @@ import (
 	"testing"
 )
 
-// TestMain runs at most 4 of the envtest tests that call t.Parallel at once: each spends most of its
-// time waiting on its control plane, OLM v1 and the garbage collector, not on the CPU; more at once would
-// start as many control planes as the machine has cores. -test.parallel given on the command line wins.
-// The lifecycle tests run alone, before them, under the load their seeds were explored with.
+// TestMain runs at most 4 of the envtest tests (each t.Parallel) at once: each spends most of its time
+// waiting on its control plane, OLM v1 and the garbage collector, not on the CPU; more at once would start
+// as many control planes as the machine has cores. -test.parallel given on the command line wins.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	set := false

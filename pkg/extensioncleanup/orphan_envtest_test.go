@@ -3,6 +3,7 @@ package extensioncleanup_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,18 @@ func orphanAndReinstall(t *testing.T, policy metav1.DeletionPropagation) {
 		t.Fatalf("CRD %s orphaned: want it kept, it is being deleted", widgetCRD)
 	}
 	t.Logf("orphaned CRD %s: labels %v, annotations %v", widgetCRD, crd.Labels, crd.Annotations)
+	// operator-controller, late, for the gone ClusterExtension (a reconcile that read it before it went):
+	// refused by the orphan guard, or the GC would delete the CRD and every Widget at once.
+	err := e.c.Patch(ctx, crd.DeepCopy(), lateOperatorControllerPatch(ceName, string(e.ce.GetUID())))
+	if err == nil {
+		t.Errorf("a late operator-controller patch gave the orphaned CRD %s back to the gone ClusterExtension %s; want it refused by the orphan guard %s", widgetCRD, e.ce.GetUID(), extensioncleanup.OrphanGuardName)
+		time.Sleep(time.Second) // the GC deletes it within this, and the Widgets below say so
+	} else {
+		t.Logf("a late operator-controller patch, refused as expected: %v", err)
+	}
+	if crd = e.crd(ctx, t); crd == nil || crd.DeletionTimestamp != nil {
+		t.Fatalf("CRD %s orphaned: want it kept, it is gone or being deleted", widgetCRD)
+	}
 	for _, w := range e.widgets {
 		live := w.DeepCopy()
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(w), live); err != nil || live.GetDeletionTimestamp() != nil {
@@ -116,4 +129,51 @@ func TestOptOutAfterTheOrphanRelease(t *testing.T) {
 		left := e.heldLeft(ctx, t)
 		return len(left) == 0 && e.liveCE(ctx) == nil, fmt.Sprint(left)
 	})
+}
+
+// TestOrphanWaitsForTheGuard: without the orphan guard's binding an orphan uninstall releases nothing
+// and says why (CleanupBlocked naming the missing binding and the file to apply): the ClusterExtension
+// keeps Finalizer, the CRD keeps its references and no mark. Once the binding is back, the uninstall
+// orphans the CRD as usual.
+func TestOrphanWaitsForTheGuard(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := setup(ctx, t, extensioncleanup.ModeOrphan, fast)
+	binding := orphanGuard(t)[1]
+	if err := e.c.Delete(ctx, binding.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
+	c := e.waitCondition(ctx, t, extensioncleanup.ReasonBlocked)
+	for _, want := range []string{"nothing released", "ValidatingAdmissionPolicyBinding " + extensioncleanup.OrphanGuardName + " does not exist", "40-orphan-guard.yaml"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("condition %s: %q does not say %q", c.Reason, c.Message, want)
+		}
+	}
+	crd := e.crd(ctx, t)
+	if crd == nil || crd.Annotations[extensioncleanup.OrphanedFromAnnotation] != "" || refIndex(crd.OwnerReferences, e.ce.GetUID()) < 0 {
+		t.Fatalf("CRD %s while the uninstall waits for the guard: want it unmarked, with the ClusterExtension's reference; got %v", widgetCRD, crd)
+	}
+	if e.ceGone(ctx) {
+		t.Fatal("the ClusterExtension went while its orphan uninstall waited for the guard")
+	}
+	t.Logf("waits as expected: %s", c.Message)
+
+	if err := e.c.Create(ctx, binding.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the ClusterExtension gone once the guard is back", func() (bool, string) { return e.ceGone(ctx), e.describeCE(ctx) })
+	if crd = e.crd(ctx, t); crd == nil || crd.DeletionTimestamp != nil || crd.Annotations[extensioncleanup.OrphanedFromAnnotation] == "" {
+		t.Fatalf("CRD %s after the orphan uninstall: want it kept and marked %s, got %v", widgetCRD, extensioncleanup.OrphanedFromAnnotation, crd)
+	}
+}
+
+func refIndex(refs []metav1.OwnerReference, uid types.UID) int {
+	for i, r := range refs {
+		if r.UID == uid {
+			return i
+		}
+	}
+	return -1
 }

@@ -184,6 +184,11 @@ func (r *Reconciler) arm(ctx context.Context, ce *unstructured.Unstructured, m s
 		return ctrl.Result{}, err
 	}
 	msg := fmt.Sprintf("%s: on deletion %s; holding %d objects: %s", m, describeMode(m), len(held), capped(held, r.opts.MaxPendingListed))
+	if m == ModeOrphan {
+		if err := r.orphanGuard(ctx); err != nil { // said now, not only once the user deletes it
+			return ctrl.Result{RequeueAfter: r.opts.PollInterval}, r.setCondition(ctx, ce, ReasonBlocked, msg+"; but a deletion will wait: "+err.Error())
+		}
+	}
 	return ctrl.Result{RequeueAfter: r.opts.HoldResync}, r.setCondition(ctx, ce, ReasonHolding, msg)
 }
 
@@ -458,6 +463,11 @@ func (r *Reconciler) letGo(ctx context.Context, ce *unstructured.Unstructured, h
 // the ClusterExtension's removal (the GC strips the ClusterExtension's), everything else goes as OLM v1
 // removes it.
 func (r *Reconciler) orphan(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (ctrl.Result, error) {
+	// Invariant (doc.go, invariant 7): no CRD is marked orphaned, and no holder's reference dropped from
+	// it, unless the orphan guard is in force: everything stays held meanwhile.
+	if err := r.orphanGuard(ctx); err != nil {
+		return ctrl.Result{RequeueAfter: r.opts.PollInterval}, r.setCondition(ctx, ce, ReasonBlocked, "orphan uninstall waits, nothing released: "+err.Error())
+	}
 	crds, err := r.installed(ctx, ce, holderUID, crdGVK)
 	if err != nil {
 		return ctrl.Result{}, err

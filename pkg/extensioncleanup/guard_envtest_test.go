@@ -1,0 +1,135 @@
+package extensioncleanup_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
+)
+
+// TestOrphanGuard: the policy of config/operand-cleanup refuses the write a late operator-controller
+// reconcile of a gone ClusterExtension makes to a CRD its orphan uninstall left (helm-operator-plugins'
+// JSON patch adding the ClusterExtension's controller reference), and nothing else: a ClusterExtension of
+// the same name adopting the CRD, and the controller's opt-out release, which removes the mark in the same
+// write. Without the policy the same write goes through (the danger is real on this API server), and the
+// controller's check says what is missing.
+func TestOrphanGuard(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	_, c := envtest.ForParallelTest(ctx, t, envtest.WithName("extensioncleanup-guard"), envtest.WithoutOLM())
+	const gone, adopter = "5b2a8f0e-0000-4000-8000-00000000dead", "5b2a8f0e-0000-4000-8000-0000000000ad"
+	crd := gizmoCRD(extensioncleanup.OrphanedFromAnnotation, "widget/"+gone)
+	if err := c.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	late := lateOperatorControllerPatch("widget", gone)
+
+	// Without the guard: the controller's check names what is missing, and the late write lands.
+	if err := extensioncleanup.CheckOrphanGuard(ctx, c); err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy "+extensioncleanup.OrphanGuardName+" does not exist") {
+		t.Fatalf("CheckOrphanGuard without the policy: %v; want it to name the missing ValidatingAdmissionPolicy", err)
+	}
+	if err := c.Patch(ctx, crd, late); err != nil {
+		t.Fatalf("without the guard the late patch should land (else this test cannot tell the guard works): %v", err)
+	}
+	dropRefs(ctx, t, c, crd)
+
+	guard := orphanGuard(t)
+	applyOrphanGuard(ctx, t, c)
+	if err := extensioncleanup.CheckOrphanGuard(ctx, c); err != nil {
+		t.Fatalf("CheckOrphanGuard with config/operand-cleanup's guard: %v", err)
+	}
+	// A binding that only audits is no guard.
+	binding := guard[1].DeepCopy()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(binding), binding); err != nil {
+		t.Fatal(err)
+	}
+	audit := binding.DeepCopy()
+	if err := unstructured.SetNestedStringSlice(audit.Object, []string{"Audit"}, "spec", "validationActions"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, audit); err != nil {
+		t.Fatal(err)
+	}
+	if err := extensioncleanup.CheckOrphanGuard(ctx, c); err == nil || !strings.Contains(err.Error(), "action Deny") {
+		t.Fatalf("CheckOrphanGuard with an Audit-only binding: %v; want it to ask for the Deny action", err)
+	}
+	audit.Object["spec"].(map[string]any)["validationActions"] = []any{"Deny"}
+	if err := c.Update(ctx, audit); err != nil {
+		t.Fatal(err)
+	}
+
+	// The API server applies a new policy once its informers have it: the late write is refused from then on.
+	var refused error
+	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+		refused = c.Patch(ctx, crd, late)
+		if refused == nil {
+			dropRefs(ctx, t, c, crd) // not in force yet
+			return false, "the late patch still lands"
+		}
+		return true, ""
+	})
+	if err != nil {
+		t.Fatalf("the orphan guard never refused the late operator-controller patch: %v", err)
+	}
+	t.Logf("refused as expected: %v", refused)
+	for _, want := range []string{"CRD " + crd.Name + " was orphaned by the uninstall of ClusterExtension widget/" + gone, extensioncleanup.OrphanedFromAnnotation} {
+		if !strings.Contains(refused.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", refused, want)
+		}
+	}
+
+	// A ClusterExtension of the same name (another UID) adopts it.
+	if err := c.Patch(ctx, crd, lateOperatorControllerPatch("widget", adopter)); err != nil {
+		t.Fatalf("a new ClusterExtension of the name adopting the orphaned CRD was refused: %v", err)
+	}
+	dropRefs(ctx, t, c, crd)
+	// The opt-out release: the mark goes and the reference comes back in one write.
+	optOut := client.RawPatch(types.MergePatchType, fmt.Appendf(nil,
+		`{"metadata":{"annotations":{%q:null},"ownerReferences":[{"apiVersion":"olm.operatorframework.io/v1","kind":"ClusterExtension","name":"widget","uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`,
+		extensioncleanup.OrphanedFromAnnotation, gone))
+	if err := c.Patch(ctx, crd, optOut); err != nil {
+		t.Fatalf("the opt-out release (mark removed, reference given back in one write) was refused: %v", err)
+	}
+}
+
+// lateOperatorControllerPatch is the write helm-operator-plugins' actionClient.Reconcile makes to a CRD
+// that has no owner references: a JSON patch adding the ClusterExtension's controller reference.
+func lateOperatorControllerPatch(name, uid string) client.Patch {
+	ops := []map[string]any{{"op": "add", "path": "/metadata/ownerReferences", "value": []metav1.OwnerReference{{
+		APIVersion: extensioncleanup.ClusterExtensionGVK.GroupVersion().String(), Kind: extensioncleanup.ClusterExtensionGVK.Kind,
+		Name: name, UID: types.UID(uid), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}}
+	b, _ := json.Marshal(ops)
+	return client.RawPatch(types.JSONPatchType, b)
+}
+
+func dropRefs(ctx context.Context, t *testing.T, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	if err := c.Patch(ctx, crd, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gizmoCRD is a minimal cluster-scoped CRD carrying the annotation k=v.
+func gizmoCRD(k, v string) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.guard.cleanup-e2e.io", Annotations: map[string]string{k: v}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "guard.cleanup-e2e.io", Scope: apiextensionsv1.ClusterScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+	}
+}
