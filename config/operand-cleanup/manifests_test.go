@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
 func TestObjects(t *testing.T) {
@@ -87,5 +89,33 @@ func TestClusterRoleHasNoRBACWritePower(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The orphan guard the controller checks for (extensioncleanup.OrphanGuardName) is what this directory
+// installs: a ValidatingAdmissionPolicy and a binding of that name, the binding denying.
+func TestOrphanGuardIsInstalled(t *testing.T) {
+	if OrphanGuard != extensioncleanup.OrphanGuardName {
+		t.Fatalf("OrphanGuard %q, extensioncleanup.OrphanGuardName %q: the controller would look for another policy", OrphanGuard, extensioncleanup.OrphanGuardName)
+	}
+	objs, err := Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, o := range objs {
+		if o.GetName() != OrphanGuard {
+			continue
+		}
+		found[o.GetKind()] = true
+		if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
+			actions, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "validationActions")
+			if policy, _, _ := unstructured.NestedString(o.Object, "spec", "policyName"); policy != OrphanGuard || !slices.Contains(actions, "Deny") {
+				t.Errorf("binding %s: policy %q, actions %v; want %s with Deny", OrphanGuard, policy, actions, OrphanGuard)
+			}
+		}
+	}
+	if !found["ValidatingAdmissionPolicy"] || !found["ValidatingAdmissionPolicyBinding"] {
+		t.Errorf("config/operand-cleanup has %v named %s; want the policy and its binding", found, OrphanGuard)
 	}
 }
