@@ -101,16 +101,18 @@
 //     mark names, unless the same write removes the mark (an opt-out's release). So once marked, no late
 //     operator-controller reconcile of the gone ClusterExtension can hand the CRD to the garbage
 //     collector, whenever it comes: after OrphanGrace, or at once when a ClusterExtension of the same
-//     name is there to adopt it and the holder's references go (sweepOne).
+//     name is there to adopt it and the holder's references go (sweepOne). The guard also keeps a held
+//     CRD's holder reference from any write that leaves HeldByAnnotation in place (see below).
 //
 // The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is
 // upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); a strip the GC
-// took more than gcSettle to apply; and orphan with
-// foreground deletion, until foregroundDeletion goes: the GC strips the ClusterExtension's reference
-// from a held CRD at once, and operator-controller v1.2.0, which keeps reconciling a deleted
-// ClusterExtension (no deletionTimestamp check in ClusterExtensionReconciler.reconcile), can patch the
-// CRD back to it before the controller turns it into an orphan; the GC then deletes it. Background
-// deletion has no such window.
+// took more than gcSettle to apply. The orphan guard closes the window a foreground deletion opened
+// until foregroundDeletion goes: the GC strips the ClusterExtension's reference from a held CRD at once,
+// and operator-controller v1.2.0, which keeps reconciling a deleted ClusterExtension (no
+// deletionTimestamp check in ClusterExtensionReconciler.reconcile), would replace the holder's reference,
+// first in the list then, with the ClusterExtension's; the GC would then delete the CRD with the
+// ClusterExtension's dependents. A held CRD carries HeldByAnnotation, written with the holder's reference
+// (setRefs), and the guard refuses a write that drops the reference but keeps the mark.
 //
 // Helm keeps the holder's reference: helm-operator-plugins v0.8.0 actionClient.Reconcile
 // (pkg/client/actionclient.go createPatch) patches a CRD with a JSON patch of existing → expected minus

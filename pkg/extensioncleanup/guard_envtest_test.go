@@ -30,7 +30,7 @@ func TestOrphanGuard(t *testing.T) {
 	ctx := t.Context()
 	_, c := envtest.ForParallelTest(ctx, t, envtest.WithName("extensioncleanup-guard"), envtest.WithoutOLM())
 	const gone, adopter = "5b2a8f0e-0000-4000-8000-00000000dead", "5b2a8f0e-0000-4000-8000-0000000000ad"
-	crd := gizmoCRD(extensioncleanup.OrphanedFromAnnotation, "widget/"+gone)
+	crd := gizmoCRD("gizmos", extensioncleanup.OrphanedFromAnnotation, "widget/"+gone)
 	if err := c.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +102,44 @@ func TestOrphanGuard(t *testing.T) {
 	if err := c.Patch(ctx, crd, optOut); err != nil {
 		t.Fatalf("the opt-out release (mark removed, reference given back in one write) was refused: %v", err)
 	}
+	heldCRD(ctx, t, c)
+}
+
+// heldCRD: a CRD the controller holds (HeldByAnnotation) in a foreground deletion of its ClusterExtension,
+// before the controller's first reconcile of it. The GC strips the ClusterExtension's reference (allowed:
+// the holder's stays); operator-controller's late JSON patch then replaces the first reference, now the
+// holder's, with the ClusterExtension's: refused, or the GC would delete the CRD with the dependents of
+// the ClusterExtension. The controller's release, which drops the mark with the reference, goes through.
+func heldCRD(ctx context.Context, t *testing.T, c client.Client) {
+	const ce, holder = "5b2a8f0e-0000-4000-8000-0000000000ce", "5b2a8f0e-0000-4000-8000-00000000001d"
+	crd := gizmoCRD("doodads", extensioncleanup.HeldByAnnotation, holder)
+	crd.OwnerReferences = []metav1.OwnerReference{
+		{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension", Name: "widget", UID: ce, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)},
+		{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: extensioncleanup.DefaultHolderName, UID: holder},
+	}
+	if err := c.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(ctx, crd, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences/0"}]`))); err != nil {
+		t.Fatalf("the GC's strip of the ClusterExtension's reference from a held CRD was refused: %v", err)
+	}
+	late := fmt.Appendf(nil, `[{"op":"replace","path":"/metadata/ownerReferences/0/apiVersion","value":"olm.operatorframework.io/v1"},
+		{"op":"replace","path":"/metadata/ownerReferences/0/kind","value":"ClusterExtension"},
+		{"op":"replace","path":"/metadata/ownerReferences/0/name","value":"widget"},
+		{"op":"replace","path":"/metadata/ownerReferences/0/uid","value":%q},
+		{"op":"add","path":"/metadata/ownerReferences/0/controller","value":true},
+		{"op":"add","path":"/metadata/ownerReferences/0/blockOwnerDeletion","value":true}]`, ce)
+	err := c.Patch(ctx, crd, client.RawPatch(types.JSONPatchType, late))
+	if err == nil || !strings.Contains(err.Error(), "is held by the operand-cleanup controller") {
+		t.Fatalf("operator-controller's late patch replacing the holder's reference of a held CRD: %v; want it refused by the orphan guard", err)
+	}
+	t.Logf("refused as expected: %v", err)
+	release := client.RawPatch(types.MergePatchType, fmt.Appendf(nil,
+		`{"metadata":{"annotations":{%q:null},"ownerReferences":[{"apiVersion":"olm.operatorframework.io/v1","kind":"ClusterExtension","name":"widget","uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`,
+		extensioncleanup.HeldByAnnotation, ce))
+	if err := c.Patch(ctx, crd, release); err != nil {
+		t.Fatalf("the controller's release (the holder's reference and the mark dropped in one write) was refused: %v", err)
+	}
 }
 
 // lateOperatorControllerPatch is the write helm-operator-plugins' actionClient.Reconcile makes to a CRD
@@ -121,13 +159,14 @@ func dropRefs(ctx context.Context, t *testing.T, c client.Client, crd *apiextens
 	}
 }
 
-// gizmoCRD is a minimal cluster-scoped CRD carrying the annotation k=v.
-func gizmoCRD(k, v string) *apiextensionsv1.CustomResourceDefinition {
+// gizmoCRD is a minimal cluster-scoped CRD of the plural carrying the annotation k=v.
+func gizmoCRD(plural, k, v string) *apiextensionsv1.CustomResourceDefinition {
+	kind := strings.ToUpper(plural[:1]) + plural[1:len(plural)-1]
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.guard.cleanup-e2e.io", Annotations: map[string]string{k: v}},
+		ObjectMeta: metav1.ObjectMeta{Name: plural + ".guard.cleanup-e2e.io", Annotations: map[string]string{k: v}},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "guard.cleanup-e2e.io", Scope: apiextensionsv1.ClusterScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
 		},

@@ -136,11 +136,15 @@ func orphanKey(ce *unstructured.Unstructured) string { return ce.GetName() + "/"
 // reconcile starts from the new state. ownerReferences and finalizers changes are exempt from RBAC's
 // escalation checks (k8s.io/kubernetes pkg/registry/rbac IsOnlyMutatingGCFields).
 // Every change is logged: the controller's log is the record of what it did to whose owners.
+// A CRD's HeldByAnnotation follows its holder's reference in the same write (heldBy).
 func (r *Reconciler) setRefs(ctx context.Context, o *metav1.PartialObjectMetadata, refs []metav1.OwnerReference, annotations map[string]string) error {
 	orig := o.DeepCopy()
 	o.OwnerReferences = refs
 	if annotations != nil {
 		o.Annotations = annotations
+	}
+	if o.GroupVersionKind() == crdGVK {
+		o.Annotations = r.heldBy(o.Annotations, refs)
 	}
 	err := r.client.Patch(ctx, o, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err == nil {
@@ -188,11 +192,44 @@ func (r *Reconciler) hold(ctx context.Context, ce *unstructured.Unstructured, ho
 			if err := r.setRefs(ctx, o, refs, nil); err != nil {
 				return nil, fmt.Errorf("holding %s %s: %w", o.Kind, objName(o), err)
 			}
+		} else if o.GroupVersionKind() == crdGVK && o.Annotations[HeldByAnnotation] != string(holder.UID) {
+			// Held before the controller marked its holds: the mark, so that the orphan guard keeps the hold.
+			refs := o.OwnerReferences
+			if err := r.setRefs(ctx, o, refs, nil); err != nil {
+				return nil, fmt.Errorf("holding %s %s: %w", o.Kind, objName(o), err)
+			}
 		}
 		held = append(held, o.Kind+" "+objName(o))
 	}
 	sort.Strings(held)
 	return held, nil
+}
+
+// heldBy is annotations (a copy) with HeldByAnnotation naming the holder's UID when refs hold the object,
+// and without it otherwise. The orphan guard refuses a write that drops the reference the mark names
+// while keeping the mark, and no write of this controller does: so only a foreign one (operator-
+// controller's JSON patch replacing the first reference, once the GC stripped the ClusterExtension's in a
+// foreground deletion) is refused.
+func (r *Reconciler) heldBy(annotations map[string]string, refs []metav1.OwnerReference) map[string]string {
+	var uid types.UID
+	for _, ref := range refs {
+		if ref.Kind == "ClusterRole" && ref.Name == r.opts.HolderName {
+			uid = ref.UID
+		}
+	}
+	if annotations[HeldByAnnotation] == string(uid) || (uid == "" && annotations == nil) {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if uid == "" {
+		delete(out, HeldByAnnotation)
+	} else {
+		out[HeldByAnnotation] = string(uid)
+	}
+	return out
 }
 
 // armedLive reports whether the ClusterExtension, read from the API server (not the cache), is the same

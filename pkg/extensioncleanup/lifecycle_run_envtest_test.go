@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
@@ -208,14 +207,8 @@ func (r *lifecycleRun) checkNothingDeleted(ctx context.Context, when string) {
 func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
 	t, e := r.t, r.e
 	r.checkNothingDeleted(ctx, "the deletion of the ClusterExtension")
-	policy := o.Policy
-	if r.mode == extensioncleanup.ModeOrphan {
-		// orphan with foreground deletion is not guaranteed (docs/olm-v1.md): the GC strips the
-		// ClusterExtension's reference and operator-controller's next reconcile can hand the CRD back.
-		policy = metav1.DeletePropagationBackground
-	}
-	e.deleteCE(ctx, t, policy)
-	t.Logf("ClusterExtension deleted (%s), opt-in %q", policy, r.mode)
+	e.deleteCE(ctx, t, o.Policy)
+	t.Logf("ClusterExtension deleted (%s), opt-in %q", o.Policy, r.mode)
 	if o.OptOut && r.mode != "" {
 		time.Sleep(200 * time.Millisecond)
 		if e.optOutIfThere(ctx, t) { // an orphan uninstall is often over by now

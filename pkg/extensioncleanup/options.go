@@ -26,6 +26,10 @@ const (
 	// ClusterExtension); the holder reference on such a CRD is dropped once that ClusterExtension is gone.
 	OrphanedFromAnnotation = "cleanup-e2e.io/orphaned-from"
 
+	// HeldByAnnotation marks a CRD the holder holds, with the holder's UID, in the same write as its
+	// reference: the orphan guard then refuses any write that drops that reference but keeps the mark.
+	HeldByAnnotation = "cleanup-e2e.io/held-by"
+
 	// DefaultHolderName is the cluster-scoped object whose owner reference keeps an opted-in extension's
 	// objects from the garbage collector: the controller's own ClusterRole (config/operand-cleanup), live
 	// wherever the controller is installed. Uninstalling the controller releases every hold.
