@@ -371,12 +371,13 @@ func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetada
 		return false, nil
 	}
 	switch {
-	case live && orphan && orphanOf != orphanKey(ce):
-		// A new ClusterExtension of the same name: helm adopts the CRD, which the pair would refuse.
-		// A new ClusterExtension of the same name adopted the orphaned CRD: its own reconcile holds it again
-		// if it is opted in.
+	case live && orphan && orphanOf != orphanKey(ce) && !adopted:
+		// A new ClusterExtension of the same name, not adopted yet: helm adopts the CRD, which the pair
+		// would refuse; its own reconcile holds it again if it is opted in.
 	case live && (refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || orphanOf == orphanKey(ce)):
-		return false, nil // its ClusterExtension is there: its reconcile decides
+		// Its ClusterExtension is there, also one that adopted a CRD an earlier one orphaned (the mark
+		// stays): the holder's reference is that one's hold.
+		return false, nil // its reconcile decides
 	case live && !orphan && slices.Contains(ce.GetFinalizers(), Finalizer):
 		// A ClusterExtension of the name is armed: the object lost its reference to the GC in a foreground
 		// deletion that is still held (the sweep at start runs during uninstalls), or waits for a new

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -327,6 +328,24 @@ func (e *env) reinstall(ctx context.Context, t *testing.T, mode, version string)
 	if err := kube.WaitDeploymentAvailable(ctx, e.c, e.depKey, intervals.Get(intervals.DeploymentAvailable)); err != nil {
 		t.Fatal(err)
 	}
+	// An uninstall without the opt-in (or opted out in the middle) leaves the CRD Terminating under
+	// Widgets nobody finalizes: the new operator does, the CRD then goes and operator-controller makes it
+	// again. Widgets can be created once it is served, as a user would find.
+	waitForWithin(ctx, t, intervals.GarbageCollecting, "the widgets CRD served, not Terminating, after the reinstall", func() (bool, string) {
+		crd := e.crd(ctx, t)
+		switch {
+		case crd == nil:
+			return false, "CRD " + widgetCRD + " gone (operator-controller has not made it again yet)"
+		case crd.DeletionTimestamp != nil:
+			return false, "CRD " + widgetCRD + " Terminating (its Widgets not finalized yet)"
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, "CRD " + widgetCRD + " not Established yet"
+	})
 	var kept []*unstructured.Unstructured
 	for _, w := range e.widgets { // kept by an orphan uninstall: reconciled again by the new operator
 		if live(ctx, t, e, w) == nil {
