@@ -12,9 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// OrphanGuardName names the ValidatingAdmissionPolicy, and its binding, that refuse to give a CRD an
-// orphan uninstall marked (OrphanedFromAnnotation) a reference to the ClusterExtension the mark names
-// (config/operand-cleanup/40-orphan-guard.yaml).
+// OrphanGuardName names the ValidatingAdmissionPolicy, and its binding, that keep operator-controller's
+// late writes from handing an opted-in extension's CRD to the garbage collector
+// (config/operand-cleanup/40-orphan-guard.yaml): on a CRD an orphan uninstall marked
+// (OrphanedFromAnnotation) it refuses a reference to the ClusterExtension the mark names; on a CRD the
+// controller holds (HeldByAnnotation) it refuses dropping the holder's reference but keeping the mark.
 //
 // Why it is needed: operator-controller v1.2.0 keeps reconciling a deleted ClusterExtension, and a
 // reconcile that read it before it went can patch an orphaned CRD back to it once the holder's references
