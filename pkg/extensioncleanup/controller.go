@@ -29,8 +29,6 @@ type Reconciler struct {
 
 	mu    sync.Mutex
 	state map[string]*ceState
-	// goneAt is when a ClusterExtension was first seen gone (OrphanGrace counts from it).
-	goneAt map[string]time.Time
 }
 
 // ceState is the in-memory bookkeeping of one ClusterExtension under cleanup (lost on restart: the stall
@@ -48,7 +46,7 @@ type ceState struct {
 func New(mgr manager.Manager, opts Options) *Reconciler {
 	opts = opts.withDefaults()
 	r := &Reconciler{opts: opts, client: mgr.GetClient(), live: mgr.GetAPIReader(),
-		recorder: mgr.GetEventRecorder(ControllerName), state: map[string]*ceState{}, goneAt: map[string]time.Time{}}
+		recorder: mgr.GetEventRecorder(ControllerName), state: map[string]*ceState{}}
 	r.runner = &cleanuppass.Runner{Live: r.live, Client: r.client, Sem: make(chan struct{}, opts.DeleteConcurrency),
 		ReverifyEvery: cleanuppass.DefaultReverifyEvery, MaxListed: opts.MaxPendingListed}
 	return r
@@ -71,7 +69,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		// Retried: no event brings a ClusterExtension that went while the controller was down back to
 		// Reconcile, and an object it held keeps the holder's reference until a sweep succeeds.
 		for attempt := 1; ; attempt++ {
-			_, err := r.sweep(ctx, "")
+			err := r.sweep(ctx, "")
 			if err == nil {
 				return nil
 			}
@@ -138,17 +136,4 @@ func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	delete(r.state, name)
 	r.mu.Unlock()
-}
-
-// goneFor returns how long the ClusterExtension name has been seen gone (0 the first time; "" names
-// none: the sweep at start counts from then).
-func (r *Reconciler) goneFor(name string) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	at, ok := r.goneAt[name]
-	if !ok {
-		r.goneAt[name] = time.Now()
-		return 0
-	}
-	return time.Since(at)
 }

@@ -41,12 +41,11 @@
 //     (cleanup-e2e.io/Uninstall) carries the pending count and the first Options.MaxPendingListed CRs
 //     with their finalizers; once none is left, checked live, the holds are released, the condition says
 //     CleanupCompleted (and an event), and the finalizer goes gcSettle later: the GC then removes the rest as upstream.
-//   - orphan, on deletion: the CRDs get OrphanedFromAnnotation and, instead of the ClusterExtension's
-//     reference, the holder's twice, the second as controller (orphanRefs: no helm-operator-plugins patch
-//     from a late operator-controller reconcile can give them back to the ClusterExtension); everything
-//     else is released and goes as upstream removes it. Options.OrphanGrace after the ClusterExtension is
-//     gone, the holder's references go too: the CRDs (and every CR) stay with no owner. All of this only
-//     while the orphan guard is in force (invariant 7); until then the uninstall waits, CleanupBlocked. helm's ownership
+//   - orphan, on deletion: the CRDs lose the ClusterExtension's and the holder's references and get
+//     OrphanedFromAnnotation in the same write (orphanedRefs): the CRDs (and every CR) stay with no owner,
+//     and the orphan guard refuses any late operator-controller write giving them back to the
+//     ClusterExtension; everything else is released and goes as upstream removes it. Only while the
+//     orphan guard is in force (invariant 7); until then the uninstall waits, CleanupBlocked. helm's ownership
 //     metadata (label app.kubernetes.io/managed-by: Helm, annotations meta.helm.sh/release-name and
 //     release-namespace) is left as is: a ClusterExtension of the same name and namespace installs again
 //     and adopts them (helm's existingResourceConflict); another name or namespace is refused by helm, as
@@ -100,8 +99,8 @@
 //     is in force. It refuses any write that gives a marked CRD a reference to the ClusterExtension the
 //     mark names, unless the same write removes the mark (an opt-out's release). So once marked, no late
 //     operator-controller reconcile of the gone ClusterExtension can hand the CRD to the garbage
-//     collector, whenever it comes: after OrphanGrace, or at once when a ClusterExtension of the same
-//     name is there to adopt it and the holder's references go (sweepOne). The guard also keeps a held
+//     collector, whenever it comes: while the ClusterExtension waits out gcSettle, after it went, or
+//     once a ClusterExtension of the same name adopted the CRD. The guard also keeps a held
 //     CRD's holder reference from any write that leaves HeldByAnnotation in place (see below).
 //
 // The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is

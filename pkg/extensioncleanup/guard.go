@@ -19,9 +19,8 @@ import (
 // controller holds (HeldByAnnotation) it refuses dropping the holder's reference but keeping the mark.
 //
 // Why it is needed: operator-controller v1.2.0 keeps reconciling a deleted ClusterExtension, and a
-// reconcile that read it before it went can patch an orphaned CRD back to it once the holder's references
-// are gone (OrphanGrace over, or at once when a ClusterExtension of the same name is there to adopt the
-// CRD): helm-operator-plugins' JSON patch adds the reference to a CRD that has none. The garbage collector
+// reconcile that read it before it went can patch an orphaned CRD back to it, even seconds after it went:
+// helm-operator-plugins' JSON patch adds the reference to a CRD that has none. The garbage collector
 // then deletes the CRD, and every CR of its kind, within milliseconds; no reaction of this controller can
 // win that race. The policy makes that write fail however late it comes.
 const OrphanGuardName = "orphaned-crds.cleanup-e2e.io"

@@ -87,10 +87,11 @@ func refIndex(refs []metav1.OwnerReference, uid types.UID) int {
 }
 
 // installed lists, live, the extension's objects of the held kinds: labelled by operator-controller
-// with the extension's name and either owned by this very ClusterExtension (UID) or carrying the holder
+// with the extension's name and either owned by this very ClusterExtension (UID), or carrying the holder
 // reference without another ClusterExtension's (the garbage collector strips the reference to an owner
-// deleted in foreground from an object that has another live owner). CRDs an orphan uninstall of an
-// earlier ClusterExtension of the same name left behind are listed only once this one adopted them.
+// deleted in foreground from an object that has another live owner), or CRDs its own orphan release
+// marked (OrphanedFromAnnotation with its UID). CRDs an orphan uninstall of an earlier ClusterExtension
+// of the same name left behind are listed only once this one adopted them.
 func (r *Reconciler) installed(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, kinds ...schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
 	if len(kinds) == 0 {
 		kinds = heldKinds
@@ -105,13 +106,17 @@ func (r *Reconciler) installed(ctx context.Context, ce *unstructured.Unstructure
 		for i := range l.Items {
 			o := &l.Items[i]
 			o.SetGroupVersionKind(gvk)
-			mine := refIndex(o.OwnerReferences, ce.GetUID()) >= 0
-			if of, ok := o.Annotations[OrphanedFromAnnotation]; ok && of != orphanKey(ce) && !mine {
-				continue // left behind by an earlier ClusterExtension's orphan uninstall, not adopted (yet)
+			of, marked := o.Annotations[OrphanedFromAnnotation]
+			held := holderUID != "" && refIndex(o.OwnerReferences, holderUID) >= 0 && !ownedByOtherExtension(o, ce)
+			if marked && of != orphanKey(ce) {
+				// Left behind by an earlier ClusterExtension's orphan uninstall (the mark stays): this one's
+				// once adopted, by its reference or, the GC having stripped that in a foreground deletion, by
+				// its hold (the holder's reference with HeldByAnnotation, which no orphan release leaves;
+				// an earlier version of this controller left orphans the holder's pair without it).
+				held = held && o.Annotations[HeldByAnnotation] == string(holderUID)
 			}
-			if !mine && holderUID != "" && refIndex(o.OwnerReferences, holderUID) >= 0 && !ownedByOtherExtension(o, ce) {
-				mine = true
-			}
+			// Orphaned by this very ClusterExtension (no owner left): its opt-out release gives it back.
+			mine := refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || held || (marked && of == orphanKey(ce))
 			if mine {
 				out = append(out, o)
 			}
@@ -246,8 +251,7 @@ func (r *Reconciler) armedLive(ctx context.Context, ce *unstructured.Unstructure
 // release drops the holder reference from the extension's objects. An object the garbage collector
 // stripped of its reference to the ClusterExtension (foreground deletion) gets it back, so that the GC
 // collects it once the ClusterExtension is gone, as it would have without the hold. With orphanCRDs the
-// CRDs are marked OrphanedFromAnnotation and get orphanRefs instead; sweep drops those once the
-// ClusterExtension has been gone for OrphanGrace.
+// CRDs are marked OrphanedFromAnnotation and get orphanedRefs instead.
 func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID, orphanCRDs bool) (_ []string, changed int, _ error) {
 	objs, err := r.installed(ctx, ce, holderUID)
 	if err != nil {
@@ -260,8 +264,8 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 		hi, hasCE := refIndex(refs, holderUID), refIndex(refs, ce.GetUID()) >= 0
 		if orphanCRDs && o.GroupVersionKind() == crdGVK {
 			orphaned = append(orphaned, o.Name)
-			want := orphanRefs(o.OwnerReferences, ce.GetUID(), holderUID, r.opts.HolderName)
-			if o.Annotations[OrphanedFromAnnotation] == orphanKey(ce) && equalRefs(o.OwnerReferences, want) {
+			want := r.orphanedRefs(o.OwnerReferences, ce.GetUID())
+			if o.Annotations[OrphanedFromAnnotation] == orphanKey(ce) && len(want) == len(o.OwnerReferences) {
 				continue
 			}
 			refs = want
@@ -282,7 +286,7 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 				annotations = maps.Clone(o.Annotations)
 				delete(annotations, OrphanedFromAnnotation)
 			}
-			// Every holder reference (an orphan's pair too, when the user switched away from orphan).
+			// Every holder reference.
 			refs = refs[:0]
 			for _, ref := range o.OwnerReferences {
 				if ref.UID != holderUID {
@@ -303,13 +307,12 @@ func (r *Reconciler) release(ctx context.Context, ce *unstructured.Unstructured,
 }
 
 // sweep drops the holder reference from objects whose ClusterExtension is gone (released while this
-// controller was down, or CRDs an orphan uninstall left behind, once the GC has stripped the gone
-// ClusterExtension's reference: pending until then). name limits it to one extension's objects ("" for
-// all).
-func (r *Reconciler) sweep(ctx context.Context, name string) (pending bool, _ error) {
+// controller was down, or an orphan's CRDs an earlier version of it left with the holder's pair). name
+// limits it to one extension's objects ("" for all).
+func (r *Reconciler) sweep(ctx context.Context, name string) error {
 	holder, err := r.holder(ctx)
 	if err != nil {
-		return false, nil // nothing can be held without a holder
+		return nil // nothing can be held without a holder
 	}
 	var errs []string
 	for _, gvk := range heldKinds {
@@ -329,85 +332,65 @@ func (r *Reconciler) sweep(ctx context.Context, name string) (pending bool, _ er
 		for i := range l.Items {
 			o := &l.Items[i]
 			o.SetGroupVersionKind(gvk)
-			p, err := r.sweepOne(ctx, o, o.Labels[nameLabel], holder)
-			pending = pending || p
-			if err != nil {
+			if err := r.sweepOne(ctx, o, o.Labels[nameLabel], holder); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return pending, fmt.Errorf("releasing holds of ClusterExtensions that are gone: %s", strings.Join(errs, "; "))
+		return fmt.Errorf("releasing holds of ClusterExtensions that are gone: %s", strings.Join(errs, "; "))
 	}
-	return pending, nil
+	return nil
 }
 
-// sweepOne looks at one object of the ClusterExtension name. An object it no longer holds stays as it
-// is, but for an orphaned CRD that a late operator-controller reconcile of the gone ClusterExtension
-// (from its cache) gave that ClusterExtension's reference back, replacing the holder's (helm-operator-
-// plugins' JSON patch replaces the first reference): it is held again, and the GC strips the dangling
-// reference once more. pending: an orphaned CRD still waits for OrphanGrace or the GC.
-func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetadata, name string, holder metav1.OwnerReference) (pending bool, _ error) {
+// sweepOne looks at one object of the ClusterExtension name that carries the holder's reference, and
+// drops it unless a ClusterExtension of the name still needs it (its reconcile decides then).
+func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetadata, name string, holder metav1.OwnerReference) error {
+	if refIndex(o.OwnerReferences, holder.UID) < 0 {
+		return nil
+	}
 	ce := &unstructured.Unstructured{}
 	ce.SetGroupVersionKind(ClusterExtensionGVK)
 	err := r.live.Get(ctx, types.NamespacedName{Name: name}, ce)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return false, err
+		return err
 	}
 	live := err == nil
 	orphanOf, orphan := o.Annotations[OrphanedFromAnnotation]
-	adopted := live && orphanOf != orphanKey(ce) && refIndex(o.OwnerReferences, ce.GetUID()) >= 0
-	hi := refIndex(o.OwnerReferences, holder.UID)
-	if hi < 0 {
-		if orphan && !adopted && hasExtensionRef(o) && (!live || orphanOf != orphanKey(ce)) {
-			var refs []metav1.OwnerReference
-			for _, ref := range orphanRefs(o.OwnerReferences, "", holder.UID, holder.Name) {
-				if ref.Kind != ClusterExtensionGVK.Kind || (live && ref.UID == ce.GetUID()) {
-					refs = append(refs, ref)
-				}
-			}
-			return true, client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
-		}
-		return false, nil
-	}
 	switch {
-	case live && orphan && orphanOf != orphanKey(ce) && !adopted:
-		// A new ClusterExtension of the same name, not adopted yet: helm adopts the CRD, which the pair
-		// would refuse; its own reconcile holds it again if it is opted in.
 	case live && (refIndex(o.OwnerReferences, ce.GetUID()) >= 0 || orphanOf == orphanKey(ce)):
 		// Its ClusterExtension is there, also one that adopted a CRD an earlier one orphaned (the mark
-		// stays): the holder's reference is that one's hold.
-		return false, nil // its reconcile decides
-	case live && !orphan && slices.Contains(ce.GetFinalizers(), Finalizer):
+		// stays): the holder's reference is that one's hold; its reconcile decides.
+		return nil
+	case live && (!orphan || o.Annotations[HeldByAnnotation] == string(holder.UID)) && slices.Contains(ce.GetFinalizers(), Finalizer):
 		// A ClusterExtension of the name is armed: the object lost its reference to the GC in a foreground
 		// deletion that is still held (the sweep at start runs during uninstalls), or waits for a new
 		// one's install to adopt it. installed() finds it by the holder's reference, and that
 		// reconcile's release gives it the ClusterExtension's: dropping the holder here would leave it
-		// with no reference that anything can find or give back.
-		return false, nil
-	case orphan && !equalRefs(o.OwnerReferences, orphanRefs(o.OwnerReferences, "", holder.UID, holder.Name)):
-		// Not (or no longer) the orphan's pair, e.g. the gone ClusterExtension's reference back: the pair
-		// again (that reference is dangling, checked live just now; the GC would drop it beside a live owner).
-		refs := orphanRefs(o.OwnerReferences, "", holder.UID, holder.Name)
-		var kept []metav1.OwnerReference
-		for _, ref := range refs {
-			if ref.Kind != ClusterExtensionGVK.Kind || (live && ref.UID == ce.GetUID()) {
-				kept = append(kept, ref)
-			}
-		}
-		return true, client.IgnoreNotFound(r.setRefs(ctx, o, kept, nil))
-	case orphan && r.goneFor(name) < r.opts.OrphanGrace:
-		return true, nil // orphaned: the holder's reference stays for OrphanGrace after the ClusterExtension went
-	}
-	if orphan { // the orphan's pair goes: the CRD is the user's now
+		// with no reference that anything can find or give back. That holds for a CRD it adopted after an
+		// earlier ClusterExtension's orphan uninstall too (held-by: its hold, not a legacy orphan's pair).
+		return nil
+	case orphan:
+		// An orphaned CRD an earlier version of this controller left with the holder's pair of
+		// references: the user's now (a ClusterExtension of the name adopts it); the orphan guard keeps
+		// it from the gone ClusterExtension.
 		refs := slices.DeleteFunc(slices.Clone(o.OwnerReferences), func(ref metav1.OwnerReference) bool { return ref.UID == holder.UID })
-		return false, client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
+		return client.IgnoreNotFound(r.setRefs(ctx, o, refs, nil))
 	}
 	var liveUID types.UID
 	if live {
 		liveUID = ce.GetUID()
 	}
-	return false, client.IgnoreNotFound(r.setRefs(ctx, o, sweptRefs(o.OwnerReferences, name, liveUID, holder.UID), nil))
+	return client.IgnoreNotFound(r.setRefs(ctx, o, sweptRefs(o.OwnerReferences, name, liveUID, holder.UID), nil))
+}
+
+// orphanedRefs are an orphaned CRD's owner references: neither the ClusterExtension's nor the holder's
+// (any other owner stays). Written in one request with OrphanedFromAnnotation: from then on the orphan
+// guard refuses any write that gives the CRD back to that ClusterExtension (invariant 7).
+func (r *Reconciler) orphanedRefs(refs []metav1.OwnerReference, ceUID types.UID) []metav1.OwnerReference {
+	return slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool {
+		return ref.UID == ceUID || (ref.Kind == "ClusterRole" && ref.Name == r.opts.HolderName)
+	})
 }
 
 // sweptRefs are the owner references an object held for the ClusterExtension name keeps when the sweep
@@ -438,88 +421,6 @@ func sweptRefs(refs []metav1.OwnerReference, name string, liveUID, holderUID typ
 func goneExtensionRef(name string) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: ClusterExtensionGVK.GroupVersion().String(), Kind: ClusterExtensionGVK.Kind,
 		Name: name, UID: uuid.NewUUID()}
-}
-
-// orphanRefs are an orphaned CRD's owner references until sweep drops them: the ClusterExtension's is
-// gone, the holder's twice, the second one as controller. operator-controller keeps reconciling a
-// deleted ClusterExtension (and, for a few seconds, a gone one from its cache): helm-operator-plugins'
-// Reconcile patches a CRD with a JSON patch that replaces the first reference's fields with the
-// ClusterExtension's (its "remove" operations dropped). With a single holder reference that patch would
-// give the CRD back to the ClusterExtension, and the GC would take it with it; with this pair the
-// result has two controller references, which the API server refuses, so the CRD stays as it is.
-func orphanRefs(refs []metav1.OwnerReference, ceUID, holderUID types.UID, holderName string) []metav1.OwnerReference {
-	t, f := true, false
-	out := []metav1.OwnerReference{
-		{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole", Name: holderName, UID: holderUID, Controller: &f},
-		{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole", Name: holderName, UID: holderUID, Controller: &t},
-	}
-	for _, ref := range refs {
-		if ref.UID != ceUID && ref.UID != holderUID {
-			out = append(out, ref)
-		}
-	}
-	return out
-}
-
-func equalRefs(a, b []metav1.OwnerReference) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].UID != b[i].UID || ptrTrue(a[i].Controller) != ptrTrue(b[i].Controller) {
-			return false
-		}
-	}
-	return true
-}
-
-func ptrTrue(b *bool) bool { return b != nil && *b }
-
-// releaseForAdoption drops the holder's references from CRDs an orphan uninstall of another
-// ClusterExtension of ce's name left behind (its OrphanGrace not over yet): ce's install adopts them, and
-// the orphan's pair of references would make helm's patch invalid.
-func (r *Reconciler) releaseForAdoption(ctx context.Context, ce *unstructured.Unstructured) error {
-	l := &metav1.PartialObjectMetadataList{}
-	l.SetGroupVersionKind(crdGVK.GroupVersion().WithKind(crdGVK.Kind + "List"))
-	if err := r.live.List(ctx, l, client.MatchingLabelsSelector{Selector: selectorFor(crdGVK, ce.GetName())}); err != nil {
-		return fmt.Errorf("listing the CRDs of ClusterExtension %s: %w", ce.GetName(), err)
-	}
-	for i := range l.Items {
-		o := &l.Items[i]
-		if of, ok := o.Annotations[OrphanedFromAnnotation]; !ok || of == orphanKey(ce) || !hasHolderRef(o, r.opts.HolderName) ||
-			refIndex(o.OwnerReferences, ce.GetUID()) >= 0 { // adopted already: ce's own holds
-			continue
-		}
-		o.SetGroupVersionKind(crdGVK)
-		var refs []metav1.OwnerReference
-		for _, ref := range o.OwnerReferences {
-			if !(ref.Kind == "ClusterRole" && ref.Name == r.opts.HolderName) {
-				refs = append(refs, ref)
-			}
-		}
-		if err := r.setRefs(ctx, o, refs, nil); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("releasing orphaned CRD %s for ClusterExtension %s to adopt: %w", o.Name, ce.GetName(), err)
-		}
-	}
-	return nil
-}
-
-func hasHolderRef(o *metav1.PartialObjectMetadata, holderName string) bool {
-	for _, ref := range o.OwnerReferences {
-		if ref.Kind == "ClusterRole" && ref.Name == holderName {
-			return true
-		}
-	}
-	return false
-}
-
-func hasExtensionRef(o *metav1.PartialObjectMetadata) bool {
-	for _, ref := range o.OwnerReferences {
-		if ref.Kind == ClusterExtensionGVK.Kind {
-			return true
-		}
-	}
-	return false
 }
 
 func objName(o metav1.Object) string {

@@ -50,7 +50,6 @@ func runLifecycle(t *testing.T, first install, ops []lifecycleOp, vr variant) []
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute+time.Duration(len(ops))*40*time.Second)
 	defer cancel()
 	opts := fast
-	opts.OrphanGrace = 2 * time.Second
 	if vr.releaseEarly {
 		opts = extensioncleanup.WithBrokenReleaseEarly(opts)
 	}
@@ -251,9 +250,9 @@ func (r *lifecycleRun) checkOrphanKept(ctx context.Context, when string) {
 	}
 }
 
-// waitOrphanReleased waits until the controller dropped the holder's references from the orphaned CRD
-// (OrphanGrace after the ClusterExtension went), then a moment more: a late operator-controller write for
-// the gone ClusterExtension lands within it, and the garbage collector acts on it within milliseconds.
+// waitOrphanReleased waits until the orphaned CRD carries no holder's reference (the orphan release drops
+// it), then a moment more: a late operator-controller write for the gone ClusterExtension lands within
+// it, and the garbage collector acts on it within milliseconds.
 func (r *lifecycleRun) waitOrphanReleased(ctx context.Context) {
 	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
 		crd := r.e.crd(ctx, r.t)

@@ -80,10 +80,6 @@ type Options struct {
 	// HoldResync re-checks the holds of an installed opted-in extension (helm may recreate an object).
 	// Default 30s.
 	HoldResync time.Duration
-	// OrphanGrace is how long an orphaned CRD keeps the holder's reference after its ClusterExtension is
-	// gone: operator-controller may still reconcile the gone ClusterExtension from its cache and give the
-	// CRD its reference back, which the GC, seeing a live holder, strips again. Default 30s.
-	OrphanGrace time.Duration
 	// DeleteConcurrency bounds the CR Deletes in flight. Default 16.
 	DeleteConcurrency int
 
@@ -111,9 +107,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HoldResync <= 0 {
 		o.HoldResync = 30 * time.Second
-	}
-	if o.OrphanGrace <= 0 {
-		o.OrphanGrace = 30 * time.Second
 	}
 	if o.DeleteConcurrency <= 0 {
 		o.DeleteConcurrency = 16

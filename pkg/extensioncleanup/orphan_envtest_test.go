@@ -38,13 +38,11 @@ func TestOrphanForegroundAndReinstall(t *testing.T) {
 func orphanAndReinstall(t *testing.T, policy metav1.DeletionPropagation) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	opts := fast
-	opts.OrphanGrace = 5 * time.Second
-	e := setup(ctx, t, extensioncleanup.ModeOrphan, opts)
+	e := setup(ctx, t, extensioncleanup.ModeOrphan, fast)
 	deleted := e.deleteCE(ctx, t, policy)
 	e.waitSettled(ctx, t, deleted)
 
-	// The holder's reference goes once the ClusterExtension is gone (its reconcile of the deletion).
+	// The orphan release leaves the CRD with no owner reference (the orphan guard keeps it so).
 	var crd *apiextensionsv1.CustomResourceDefinition
 	waitFor(ctx, t, "the orphaned CRD without owner references", func() (bool, string) {
 		crd = e.crd(ctx, t)

@@ -47,11 +47,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	// CRDs an orphan uninstall of an earlier ClusterExtension of this name left held: released now, so
-	// that helm adopts them.
-	if err := r.releaseForAdoption(ctx, ce); err != nil {
-		return ctrl.Result{}, err
-	}
 	m, invalid := mode(ce)
 	deleting := ce.GetDeletionTimestamp() != nil
 	ours := slices.Contains(ce.GetFinalizers(), Finalizer)
@@ -142,20 +137,10 @@ func (r *Reconciler) endForegroundWait(ctx context.Context, ce *unstructured.Uns
 	return ctrl.Result{RequeueAfter: r.opts.gcSettle}, nil
 }
 
-// gone handles a ClusterExtension that no longer exists: its holds are swept (sweepOne); an orphan's
-// CRDs keep the holder until the GC has stripped the gone ClusterExtension's reference.
+// gone handles a ClusterExtension that no longer exists: its holds are swept (sweepOne).
 func (r *Reconciler) gone(ctx context.Context, name string) (ctrl.Result, error) {
 	r.forget(name)
-	pending, err := r.sweep(ctx, name)
-	if pending && err == nil {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	if err == nil {
-		r.mu.Lock()
-		delete(r.goneAt, name)
-		r.mu.Unlock()
-	}
-	return ctrl.Result{}, err
+	return ctrl.Result{}, r.sweep(ctx, name)
 }
 
 // arm prepares an opted-in, installed ClusterExtension: the finalizer (so that a background deletion
