@@ -218,7 +218,7 @@ func (r *Reconciler) hold(ctx context.Context, ce *unstructured.Unstructured, ho
 func (r *Reconciler) heldBy(annotations map[string]string, refs []metav1.OwnerReference) map[string]string {
 	var uid types.UID
 	for _, ref := range refs {
-		if ref.Kind == "ClusterRole" && ref.Name == r.opts.HolderName {
+		if r.isHolderRef(ref) {
 			uid = ref.UID
 		}
 	}
@@ -389,8 +389,13 @@ func (r *Reconciler) sweepOne(ctx context.Context, o *metav1.PartialObjectMetada
 // guard refuses any write that gives the CRD back to that ClusterExtension (invariant 7).
 func (r *Reconciler) orphanedRefs(refs []metav1.OwnerReference, ceUID types.UID) []metav1.OwnerReference {
 	return slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool {
-		return ref.UID == ceUID || (ref.Kind == "ClusterRole" && ref.Name == r.opts.HolderName)
+		return ref.UID == ceUID || r.isHolderRef(ref)
 	})
+}
+
+// isHolderRef: ref names the holder ClusterRole, whatever its UID (a holder deleted and made again).
+func (r *Reconciler) isHolderRef(ref metav1.OwnerReference) bool {
+	return ref.Kind == "ClusterRole" && ref.Name == r.opts.HolderName
 }
 
 // sweptRefs are the owner references an object held for the ClusterExtension name keeps when the sweep

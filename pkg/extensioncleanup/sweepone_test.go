@@ -111,3 +111,15 @@ func TestReleaseGivesBackAnAdoptedCRDTheGCStripped(t *testing.T) {
 		t.Errorf("a legacy orphan's pair was released as this ClusterExtension's: owner references %v", refNames(got.OwnerReferences))
 	}
 }
+
+// TestSweepDropsALegacyOrphansPair: an orphaned CRD an earlier version of the controller left with the
+// holder's pair of references (no held-by mark) is the user's: the sweep drops the pair, so that a new
+// ClusterExtension of the name can adopt it (helm's patch would meet two controller references).
+func TestSweepDropsALegacyOrphansPair(t *testing.T) {
+	pair := adoptedHolder
+	pair.Controller = ptr.To(true)
+	r, c, _ := adoptedFixture(t, true, adoptedCRD("gadgets.fixtures.cleanup-e2e.io", map[string]string{OrphanedFromAnnotation: "widget/widget-1"}, adoptedHolder, pair))
+	if after := sweepCRD(t, r, c, "gadgets.fixtures.cleanup-e2e.io"); len(after.OwnerReferences) != 0 {
+		t.Fatalf("a legacy orphan's pair after the sweep: owner references %v; want none", refNames(after.OwnerReferences))
+	}
+}
