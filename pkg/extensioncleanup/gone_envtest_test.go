@@ -39,7 +39,7 @@ func TestSweepGivesHeldObjectsOfAGoneExtensionToTheGC(t *testing.T) {
 	e.deleteWidgets(ctx, t)
 	e.stop()
 	e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
-	e.removeFinalizer(ctx, t, extensioncleanup.Finalizer) // with the controller down, the holds stay
+	removeFinalizer(ctx, t, e, e.ce, extensioncleanup.Finalizer) // with the controller down, the holds stay
 	waitForWithin(ctx, t, intervals.GarbageCollecting, "the ClusterExtension to go", func() (bool, string) {
 		u := e.liveCE(ctx)
 		return u == nil, fmt.Sprintf("still there, finalizers %v", finalizersOf(u))
@@ -64,7 +64,7 @@ func TestStaleCopyOfAFinishedExtensionHoldsNothing(t *testing.T) {
 	const keep = "test.cleanup-e2e.io/keep" // keeps the ClusterExtension after the controller's finish
 	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
 	e.deleteWidgets(ctx, t)
-	e.addFinalizer(ctx, t, keep)
+	mustAddFinalizer(ctx, t, e, e.ce, keep)
 	e.stop()
 	e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
 	stale := e.liveCE(ctx)
@@ -95,7 +95,7 @@ func TestStaleCopyOfAFinishedExtensionHoldsNothing(t *testing.T) {
 		t.Errorf("reconcile of the stale copy: %v", err)
 	}
 
-	e.removeFinalizer(ctx, t, keep)
+	removeFinalizer(ctx, t, e, e.ce, keep)
 	e.start(ctx, t, fast)
 	waitForWithin(ctx, t, intervals.GarbageCollecting, "every held object to go", func() (bool, string) {
 		left := e.heldLeft(ctx, t)
@@ -154,30 +154,6 @@ func (e *env) liveCE(ctx context.Context) *unstructured.Unstructured {
 		return nil
 	}
 	return u
-}
-
-func (e *env) addFinalizer(ctx context.Context, t *testing.T, f string) {
-	t.Helper()
-	e.patchFinalizers(ctx, t, func(fs []string) []string { return append(fs, f) })
-}
-
-func (e *env) removeFinalizer(ctx context.Context, t *testing.T, f string) {
-	t.Helper()
-	e.patchFinalizers(ctx, t, func(fs []string) []string { return slices.DeleteFunc(fs, func(s string) bool { return s == f }) })
-}
-
-func (e *env) patchFinalizers(ctx context.Context, t *testing.T, edit func([]string) []string) {
-	t.Helper()
-	waitFor(ctx, t, "the ClusterExtension's finalizers patched", func() (bool, string) {
-		u := e.liveCE(ctx)
-		if u == nil {
-			return false, "ClusterExtension gone"
-		}
-		orig := u.DeepCopy()
-		u.SetFinalizers(edit(slices.Clone(u.GetFinalizers())))
-		err := e.c.Patch(ctx, u, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		return err == nil, fmt.Sprint(err)
-	})
 }
 
 // releasedInASettle installs an extension opted in with mode, deletes its ClusterExtension with policy

@@ -200,7 +200,7 @@ func (e *env) terminateNamespace(ctx context.Context, t *testing.T, ns string) m
 		w := &l.Items[i]
 		taken[w.GetUID()] = true
 		if contains(w.GetFinalizers(), foreignFinalizer) { // else the namespace stays Terminating
-			setFinalizers(ctx, t, e, w, without(w.GetFinalizers(), foreignFinalizer))
+			removeFinalizer(ctx, t, e, w, foreignFinalizer)
 		}
 	}
 	if err := e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

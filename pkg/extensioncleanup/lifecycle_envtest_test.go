@@ -305,7 +305,7 @@ func (e *env) removeForeign(ctx context.Context, t *testing.T) {
 	}
 	for i := range l.Items {
 		if w := &l.Items[i]; contains(w.GetFinalizers(), foreignFinalizer) {
-			setFinalizers(ctx, t, e, w, without(w.GetFinalizers(), foreignFinalizer))
+			removeFinalizer(ctx, t, e, w, foreignFinalizer)
 		}
 	}
 }

@@ -141,12 +141,9 @@ func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
 		if len(e.widgets) == 0 {
 			return false
 		}
-		w := e.widgets[o.Index%len(e.widgets)]
-		l := live(ctx, t, e, w)
-		if l == nil {
-			return false
+		if !addFinalizer(ctx, t, e, e.widgets[o.Index%len(e.widgets)], foreignFinalizer) {
+			return false // gone or being deleted
 		}
-		setFinalizers(ctx, t, e, w, append(l.GetFinalizers(), foreignFinalizer))
 	case opUpgrade:
 		to := e.next()
 		if to == "" {

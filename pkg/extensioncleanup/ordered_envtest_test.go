@@ -130,7 +130,7 @@ func TestStallExplainedAndRestart(t *testing.T) {
 	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
 	const foreign = "example.cleanup-e2e.io/foreign"
 	blocked := e.widgets[0]
-	setFinalizers(ctx, t, e, blocked, append(blocked.GetFinalizers(), foreign))
+	mustAddFinalizer(ctx, t, e, blocked, foreign)
 
 	deleted := e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
 	c := e.waitCondition(ctx, t, extensioncleanup.ReasonStalled)
@@ -155,7 +155,7 @@ func TestStallExplainedAndRestart(t *testing.T) {
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(blocked), live); err != nil {
 		t.Fatal(err)
 	}
-	setFinalizers(ctx, t, e, live, without(live.GetFinalizers(), foreign))
+	removeFinalizer(ctx, t, e, live, foreign)
 	e.waitSettled(ctx, t, deleted)
 	e.expectAllFinalized(ctx, t, "an ordered uninstall held up by a foreign finalizer")
 	e.waitCRDGone(ctx, t)
@@ -179,7 +179,7 @@ func TestOptOut(t *testing.T) {
 	e.waitCondition(ctx, t, extensioncleanup.ReasonHolding)
 	const foreign = "example.cleanup-e2e.io/foreign"
 	blocked := e.widgets[0]
-	setFinalizers(ctx, t, e, blocked, append(blocked.GetFinalizers(), foreign))
+	mustAddFinalizer(ctx, t, e, blocked, foreign)
 	deleted := e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
 	e.waitCondition(ctx, t, extensioncleanup.ReasonStalled, extensioncleanup.ReasonWaitingOnCleanup)
 	setAnnotation(ctx, t, e, "")
@@ -188,21 +188,7 @@ func TestOptOut(t *testing.T) {
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(blocked), live); err != nil || live.GetDeletionTimestamp() == nil {
 		t.Errorf("the Widget with the foreign finalizer: want it still Terminating after the opt-out, got %v (error %v)", live.GetDeletionTimestamp(), err)
 	}
-	setFinalizers(ctx, t, e, live, without(live.GetFinalizers(), foreign)) // let the cluster go
-}
-
-func setFinalizers(ctx context.Context, t *testing.T, e *env, obj *unstructured.Unstructured, fs []string) {
-	t.Helper()
-	live := obj.DeepCopy()
-	if err := e.c.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-		t.Fatal(err)
-	}
-	orig := live.DeepCopy()
-	live.SetFinalizers(fs)
-	if err := e.c.Patch(ctx, live, client.MergeFrom(orig)); err != nil {
-		t.Fatal(err)
-	}
-	obj.SetFinalizers(fs)
+	removeFinalizer(ctx, t, e, live, foreign) // let the cluster go
 }
 
 func without(fs []string, f string) []string {

@@ -43,7 +43,7 @@ func TestUpgradesKeepHoldAndDropACRD(t *testing.T) {
 		err := widget.Reconciled(ctx, e.c, wc)
 		return err == nil, fmt.Sprint(err)
 	})
-	setFinalizers(ctx, t, e, wc, append(live(ctx, t, e, wc).GetFinalizers(), foreignFinalizer))
+	mustAddFinalizer(ctx, t, e, wc, foreignFinalizer)
 	rec, err := deletions.Start(ctx, e.p.RESTConfig(), fixturesv1alpha1.GroupVersion.WithResource("widgets"))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestUpgradesKeepHoldAndDropACRD(t *testing.T) {
 	if l := live(ctx, t, e, wc); l == nil || l.GetDeletionTimestamp() == nil {
 		t.Fatalf("WidgetClass c1: want it still Terminating under the foreign finalizer, got %v", l)
 	} else {
-		setFinalizers(ctx, t, e, l, without(l.GetFinalizers(), foreignFinalizer))
+		removeFinalizer(ctx, t, e, l, foreignFinalizer)
 	}
 	waitForWithin(ctx, t, intervals.GarbageCollecting, "the ClusterExtension to go once the dropped kind's CR did", func() (bool, string) {
 		return e.ceGone(ctx), e.describeCE(ctx)
