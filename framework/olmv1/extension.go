@@ -81,7 +81,10 @@ func WaitCondition(ctx context.Context, c client.Client, n intervals.Name, obj *
 			return true, ""
 		}
 		// Every condition: the cause is often in another one (Progressing=True Retrying says why
-		// Installed is False).
+		// Installed is False); helm's reason for an install conflict, which operator-controller hides.
+		if why := ExplainInstallConflict(ctx, c, live, conds); why != "" {
+			return false, DescribeConditions(conds) + "; " + why
+		}
 		return false, DescribeConditions(conds)
 	})
 	if err != nil {

@@ -226,8 +226,57 @@ func TestReinstallAfterUninstall(t *testing.T) {
 			t.Errorf("CRD %s after the reinstall: want a new one (not uid %s), not Terminating; got uid %s, deletionTimestamp %v", widgetCRD, old.UID, crd.UID, crd.DeletionTimestamp)
 		}
 	}
+	if !t.Failed() {
+		secondExtensionRefused(ctx, t, c)
+	}
 	if t.Failed() {
 		t.Logf("widget-operator's log is under %s", in.p.Runtime().LogDir())
+	}
+}
+
+// secondExtensionRefused creates a second ClusterExtension of the installed package (another name, the
+// same namespace). helm refuses the objects the first one's release owns, and operator-controller
+// replaces helm's reason with "… already exists … cannot be managed by operator-controller":
+// ExplainInstallConflict must give the reason back from the object it names (its release-name
+// annotation is the first ClusterExtension's), and WaitCondition's failure must carry it.
+func secondExtensionRefused(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	second := olmv1.ClusterExtension("widget-again", installNS, installer, "widget-operator", "0.1.0")
+	if err := c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+	why := ""
+	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(second), live); err != nil {
+			return false, err.Error()
+		}
+		conds, err := olmv1.Conditions(live)
+		if err != nil {
+			return false, err.Error()
+		}
+		why = olmv1.ExplainInstallConflict(ctx, c, live, conds)
+		return why != "", olmv1.DescribeConditions(conds)
+	})
+	want := `annotation meta.helm.sh/release-name is "widget" (want "widget-again")`
+	if err != nil || !strings.Contains(why, want) || !strings.Contains(why, "It is ClusterExtension widget's") {
+		t.Errorf("a second ClusterExtension of the package: want operator-controller's install conflict explained with %q; got %q (wait: %v)", want, why, err)
+	}
+	t.Logf("a second ClusterExtension of the package: %s", why)
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := olmv1.WaitCondition(short, c, intervals.OLMInstall, second, "Installed"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("WaitCondition on the refused ClusterExtension: want its error to carry %q, got %v", want, err)
+	}
+	if err := c.Delete(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if err := intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(second), live)
+		return apierrors.IsNotFound(err), fmt.Sprintf("ClusterExtension %s still there (finalizers %v, error %v)", second.GetName(), live.GetFinalizers(), err)
+	}); err != nil {
+		t.Error(err)
 	}
 }
 

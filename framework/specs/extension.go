@@ -184,6 +184,9 @@ func (x *Extension) installed(ctx context.Context) error {
 	if c := meta.FindStatusCondition(conds, "Progressing"); c != nil && c.Reason == "Retrying" && strings.Contains(c.Message, "validating bundle") {
 		return StopTrying(fmt.Sprintf("OLM v1 %s refuses the bundle: %s", olmv1.Version, c.Message))
 	}
+	if why := olmv1.ExplainInstallConflict(ctx, x.c, live, conds); why != "" {
+		return fmt.Errorf("not Installed yet: %s; %s", olmv1.DescribeConditions(conds), why)
+	}
 	return fmt.Errorf("not Installed yet: %s (is operator-controller running? its log is among the provider's artifacts)", olmv1.DescribeConditions(conds))
 }
 
