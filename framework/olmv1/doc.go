@@ -14,6 +14,8 @@
 //     without opm.
 //   - Judge: a verdict per custom resource after an uninstall (finalized by its operator, removed
 //     without its finalizer, stuck Terminating).
+//   - ExplainInstallConflict: helm's reason for refusing to install over an object that exists, which
+//     operator-controller's condition message leaves out; WaitCondition adds it to its failure.
 //
 // OLM v1 renders the extension's Deployment like a cluster would; on envtest the provider's local
 // runtime (framework/localruntime) runs it, impersonating its ServiceAccount, exactly as for OLM v0.
