@@ -181,14 +181,7 @@ func TestReinstallAfterUninstall(t *testing.T) {
 	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
 	var timeline []string
 	last := ""
-	err = intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ce), live); err != nil {
-			return false, err.Error()
-		}
-		conds, err := olmv1.Conditions(live)
-		if err != nil {
-			return false, err.Error()
-		}
+	err = waitConditions(ctx, c, intervals.SpecStep, ce, live, func(conds []metav1.Condition) (bool, string) {
 		s := ""
 		for _, typ := range []string{"Progressing", "Installed"} {
 			if cond := meta.FindStatusCondition(conds, typ); cond != nil {
@@ -248,14 +241,7 @@ func secondExtensionRefused(ctx context.Context, t *testing.T, c client.Client) 
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
 	why := ""
-	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(second), live); err != nil {
-			return false, err.Error()
-		}
-		conds, err := olmv1.Conditions(live)
-		if err != nil {
-			return false, err.Error()
-		}
+	err := waitConditions(ctx, c, intervals.SpecStep, second, live, func(conds []metav1.Condition) (bool, string) {
 		why = olmv1.ExplainInstallConflict(ctx, c, live, conds)
 		return why != "", olmv1.DescribeConditions(conds)
 	})

@@ -51,14 +51,7 @@ func TestGizmoExtensionRefused(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer wcancel()
 	summary := ""
-	err := intervals.Wait(wctx, intervals.SpecStep, func() (bool, string) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(gce), live); err != nil {
-			return false, err.Error()
-		}
-		conds, err := olmv1.Conditions(live)
-		if err != nil {
-			return false, err.Error()
-		}
+	err := waitConditions(wctx, c, intervals.SpecStep, gce, live, func(conds []metav1.Condition) (bool, string) {
 		summary = ""
 		for _, typ := range []string{"Progressing", "Installed"} {
 			if cond := meta.FindStatusCondition(conds, typ); cond != nil {
@@ -224,14 +217,7 @@ func TestUpgradeDropsACRD(t *testing.T) {
 	}
 	var timeline []string
 	last := ""
-	err = intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(in.ce), live); err != nil {
-			return false, err.Error()
-		}
-		conds, err := olmv1.Conditions(live)
-		if err != nil {
-			return false, err.Error()
-		}
+	err = waitConditions(ctx, c, intervals.SpecStep, in.ce, live, func(conds []metav1.Condition) (bool, string) {
 		v, _, _ := unstructured.NestedString(live.Object, "status", "install", "bundle", "version")
 		crdState := "there"
 		crd := &apiextensionsv1.CustomResourceDefinition{}
