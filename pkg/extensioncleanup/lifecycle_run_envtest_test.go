@@ -74,8 +74,9 @@ func runLifecycle(t *testing.T, first install, ops []lifecycleOp, vr variant) []
 		if r.installed || r.orphaned != nil {
 			r.rec.Stamp(o.Step)
 		}
+		start := time.Now()
 		if r.do(ctx, o) {
-			t.Logf("done: %s (opt-in %q, version %s)", o, r.mode, r.e.version)
+			t.Logf("done: %s (opt-in %q, version %s) in %s", o, r.mode, r.e.version, time.Since(start).Round(time.Millisecond))
 		} else {
 			t.Logf("skipped: %s (its precondition does not hold)", o)
 		}
