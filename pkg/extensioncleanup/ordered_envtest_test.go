@@ -151,11 +151,7 @@ func TestStallExplainedAndRestart(t *testing.T) {
 	c = e.waitCondition(ctx, t, extensioncleanup.ReasonStalled, extensioncleanup.ReasonWaitingOnCleanup)
 	t.Logf("after the restart: %s: %s", c.Reason, c.Message)
 
-	live := blocked.DeepCopy()
-	if err := e.c.Get(ctx, client.ObjectKeyFromObject(blocked), live); err != nil {
-		t.Fatal(err)
-	}
-	removeFinalizer(ctx, t, e, live, foreign)
+	removeFinalizer(ctx, t, e, blocked, foreign)
 	e.waitSettled(ctx, t, deleted)
 	e.expectAllFinalized(ctx, t, "an ordered uninstall held up by a foreign finalizer")
 	e.waitCRDGone(ctx, t)
