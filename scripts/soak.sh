@@ -63,7 +63,7 @@ chunks() {
       local result="pass" at
       if [ "$rc" != 0 ]; then
         failed=1 result="FAIL(rc=$rc)"
-        if at=$("${test}_failure" "$log" "$k" "$steps"); then
+        if at=$("${test}_failure" "$log" "$k"); then
           result="$result at seed $at, seeds after it not run: failures/$test-seed-$at.txt"
         else
           tail -n 200 "$log" >"$out/failures/$test-chunk-$k.txt"
@@ -91,26 +91,25 @@ build() { step "go test -c $1" go test -c -o "$bin/$2.test" "./$1"; }
 
 applier_run() {
   (cd pkg/payload/applier/deletestate &&
-    CLEANUP_E2E_SEED=$2 CLEANUP_E2E_SEQUENCES=$3 CLEANUP_E2E_SEQUENCE_STEPS=$ap_steps \
+    CLEANUP_E2E_SEED=$2 CLEANUP_E2E_SEQUENCES=$3 CLEANUP_E2E_STEPS=$ap_steps \
       "$bin/deletestate.test" -test.run '^TestDeleteStateSequencesFollowTheModel$' -test.v \
       -test.timeout "$(chunk_timeout)") >"$4" 2>&1 && ran "$4" 'sequences of [0-9]+ steps \(seeds'
 }
-# failure_file TEST FILE SEED REPLAY: names FILE after the failing SEED, appends the command that
-# replays it with the soak's sequence length, and prints SEED; false when SEED is empty.
+# failure_file TEST FILE SEED: names FILE after the failing SEED and prints SEED; false when SEED is
+# empty. The failure text has the replay command, with the soak's sequence length (internal/seeded).
 failure_file() {
   [ -n "$3" ] || return 1
-  printf '\n%s\n  %s\n' "replay with the soak's sequence length:" "$4" >>"$2"
   mv "$2" "$out/failures/$1-seed-$3.txt"
   echo "$3"
 }
 
-# *_failure LOG CHUNK STEPS: the test's failure text in LOG into failures/, and its seed on stdout.
+# *_failure LOG CHUNK: the test's failure text in LOG into failures/, and its seed on stdout.
 # sequence_test.go's: "the applier diverges ... (seed N, replay with ...)" up to its "=> ..." line.
 applier_failure() {
   local f=$out/failures/applier-chunk-$2.txt s
   extract "$1" 'the applier diverges from the reference model' '^[[:space:]]*=> ' "$f" || return 1
   s=$(grep -o 'reference model (seed -\?[0-9]*' "$f" | grep -o -- '-\?[0-9]*$' | head -n 1) || true
-  failure_file applier "$f" "$s" "CLEANUP_E2E_SEED=$s CLEANUP_E2E_SEQUENCE_STEPS=$3 go test ./pkg/payload/applier/deletestate -run TestDeleteStateSequencesFollowTheModel -v"
+  failure_file applier "$f" "$s"
 }
 
 # Ginkgo's own suite timeout (1 h by default) gets the same bound as go test's.
@@ -118,7 +117,7 @@ lifecycle_run() {
   local timeout
   timeout=$(chunk_timeout)
   (cd pkg/operandcleanup &&
-    CLEANUP_E2E_LIFECYCLE_SEED=$2 CLEANUP_E2E_LIFECYCLE_SEQUENCES=$3 CLEANUP_E2E_LIFECYCLE_STEPS=$lc_steps \
+    CLEANUP_E2E_SEED=$2 CLEANUP_E2E_SEQUENCES=$3 CLEANUP_E2E_STEPS=$lc_steps \
       "$bin/operandcleanup.test" -test.run '^TestOperandCleanup$' -test.timeout "$timeout" \
       -ginkgo.timeout "$timeout" -ginkgo.focus 'keeps every safety invariant' -ginkgo.no-color \
       -ginkgo.junit-report "$out/logs/junit-lifecycle-$1.xml") >"$4" 2>&1 && ran "$4" '^Ran [1-9][0-9]* of '
@@ -129,22 +128,22 @@ lifecycle_failure() {
   local f=$out/failures/lifecycle-chunk-$2.txt s
   extract "$1" 'invariant violated in the sequence of seed' 'replay: ' "$f" || return 1
   s=$(grep -o 'sequence of seed -\?[0-9]*' "$f" | grep -o -- '-\?[0-9]*$' | head -n 1) || true
-  failure_file lifecycle "$f" "$s" "CLEANUP_E2E_LIFECYCLE_SEED=$s CLEANUP_E2E_LIFECYCLE_SEQUENCES=1 CLEANUP_E2E_LIFECYCLE_STEPS=$3 go test ./pkg/operandcleanup -run TestOperandCleanup -ginkgo.focus=lifecycle -ginkgo.v"
+  failure_file lifecycle "$f" "$s"
 }
 
-# One seed a run (its rounds share one install): TestLifecycle's "seed N: K violations" up to its
-# "replay: ..." line.
+# One seed a run (its rounds share one install): TestLifecycle's "seed N: K violations" through the
+# shortest failing list and its replay, up to the test's "--- FAIL" line.
 ext_run() {
   (cd pkg/extensioncleanup &&
-    CLEANUP_E2E_EXT_LIFECYCLE_SEED=$2 CLEANUP_E2E_EXT_LIFECYCLE_ROUNDS=$ext_rounds CLEANUP_E2E_EXT_LIFECYCLE_SHRINK=6 \
+    CLEANUP_E2E_SEED=$2 CLEANUP_E2E_STEPS=$ext_rounds CLEANUP_E2E_SHRINK=6 \
       "$bin/extensioncleanup.test" -test.run '^TestLifecycle$' -test.v -test.timeout "$(chunk_timeout)") >"$4" 2>&1 &&
     ran "$4" '^--- PASS: TestLifecycle '
 }
 ext_failure() {
   local f=$out/failures/ext-chunk-$2.txt s
-  extract "$1" 'seed -?[0-9]+: [0-9]+ violations' 'replay: ' "$f" || return 1
+  extract "$1" 'seed -?[0-9]+: [0-9]+ violations' '^--- FAIL: TestLifecycle ' "$f" || return 1
   s=$(grep -oE 'seed -?[0-9]+: [0-9]+ violations' "$f" | grep -oE -- '-?[0-9]+' | head -n 1) || true
-  failure_file ext "$f" "$s" "CLEANUP_E2E_EXT_LIFECYCLE_SEED=$s CLEANUP_E2E_EXT_LIFECYCLE_ROUNDS=$ext_rounds go test ./pkg/extensioncleanup -run 'TestLifecycle\$' -v"
+  failure_file ext "$f" "$s"
 }
 
 rc=0

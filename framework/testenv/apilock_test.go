@@ -122,9 +122,9 @@ func TestAPILocksWithinAProcessAndWaitsThatEnd(t *testing.T) {
 
 // TestAPILocksRandomizedKeepTheInvariant: processes with specs in parallel take random sets of APIs,
 // shared or exclusive, for a random while; whenever a spec holds an API exclusively no other spec holds
-// it, and every seed ends (no deadlock). CLEANUP_E2E_RUNLOCK_SEED=N replays one seed.
+// it, and every seed ends (no deadlock). CLEANUP_E2E_SEED=N replays one seed.
 func TestAPILocksRandomizedKeepTheInvariant(t *testing.T) {
-	for _, seed := range seeds(t, 30) {
+	for seed := range seeds(t, 30) {
 		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
 			dir := t.TempDir()
 			apis := []string{"a.example.com", "b.example.com", "c.example.com"}
@@ -135,7 +135,7 @@ func TestAPILocksRandomizedKeepTheInvariant(t *testing.T) {
 			for p := range 3 {
 				proc := apiProcess(dir, logr.Discard())
 				for s := range 2 {
-					rng := rand.New(rand.NewPCG(seed, uint64(p*10+s)))
+					rng := rand.New(rand.NewPCG(uint64(seed), uint64(p*10+s)))
 					wg.Go(func() {
 						for range 6 {
 							var want []string
@@ -180,9 +180,9 @@ func TestAPILocksRandomizedKeepTheInvariant(t *testing.T) {
 					})
 				}
 			}
-			within(t, 30*time.Second, fmt.Sprintf("seed %d (replay: CLEANUP_E2E_RUNLOCK_SEED=%d)", seed, seed), wg.Wait)
+			within(t, 30*time.Second, fmt.Sprintf("seed %d (replay: CLEANUP_E2E_SEED=%d)", seed, seed), wg.Wait)
 			for _, v := range violations {
-				t.Errorf("seed %d (replay: CLEANUP_E2E_RUNLOCK_SEED=%d): %s", seed, seed, v)
+				t.Errorf("seed %d (replay: CLEANUP_E2E_SEED=%d): %s", seed, seed, v)
 			}
 		})
 	}

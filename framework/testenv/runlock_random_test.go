@@ -3,16 +3,17 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/cleanup-e2e/cleanup-e2e/internal/seeded"
 )
 
 // TestRunLockRandomizedRunsKeepTheInvariants plays random runs of several processes on one cluster —
@@ -21,33 +22,26 @@ import (
 // runlock.go on every section entered: while a run is alone, no other run is in a section and no other
 // run's disruptive component is there; while a run removes, no other run is alive or removing. It also fails on a deadlock (every seed must finish), naming the seed and
 // the events up to it. A seed replays the same runs (not the same interleaving: that is the
-// scheduler's, so there is nothing to shrink): CLEANUP_E2E_RUNLOCK_SEED=N.
+// scheduler's, so there is nothing to shrink): CLEANUP_E2E_SEED=N.
 func TestRunLockRandomizedRunsKeepTheInvariants(t *testing.T) {
-	for _, seed := range seeds(t, 40) { // ≈ 3 s; each seed plays 6 runs of up to 6 operations
+	for seed := range seeds(t, 40) { // ≈ 3 s; each seed plays 6 runs of up to 6 operations
 		if report := playRuns(t.TempDir(), seed); report != "" {
-			t.Fatalf("seed %d (replay: CLEANUP_E2E_RUNLOCK_SEED=%d go test -run %s ./framework/testenv): %s", seed, seed, t.Name(), report)
+			t.Fatalf("seed %d (replay: %s=%d go test -run %s ./framework/testenv): %s", seed, seeded.EnvSeed, seed, t.Name(), report)
 		}
 	}
 }
 
-// seeds are 1..n, or the one CLEANUP_E2E_RUNLOCK_SEED names; the locks are polled faster meanwhile
-// (the same protocol: many seeds in seconds).
-func seeds(t *testing.T, n int) []uint64 {
+// seeds are 1..n, or the one internal/seeded's CLEANUP_E2E_SEED names; the locks are polled faster
+// meanwhile (the same protocol: many seeds in seconds).
+func seeds(t *testing.T, n int) iter.Seq[int64] {
 	old := lockPoll
 	lockPoll = 2 * time.Millisecond
 	t.Cleanup(func() { lockPoll = old })
-	if s := strings.TrimSpace(os.Getenv("CLEANUP_E2E_RUNLOCK_SEED")); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CLEANUP_E2E_RUNLOCK_SEED=%q: not a number", s)
-		}
-		return []uint64{seed}
+	cfg, err := seeded.Read(seeded.Config{Seed: 1, Sequences: n})
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := make([]uint64, n)
-	for i := range out {
-		out[i] = uint64(i + 1)
-	}
-	return out
+	return cfg.Seeds()
 }
 
 // lockOp is one step of a random run.
@@ -59,8 +53,8 @@ type lockOp struct {
 	d    time.Duration
 }
 
-func randomRuns(seed uint64, processes, runs, ops int) [][][]lockOp {
-	rng := rand.New(rand.NewPCG(seed, 0x52554e4c4f434b)) // "RUNLOCK"
+func randomRuns(seed int64, processes, runs, ops int) [][][]lockOp {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x52554e4c4f434b)) // "RUNLOCK"
 	kinds := []string{"shared", "shared", "alone", "alone-cut"}
 	out := make([][][]lockOp, processes)
 	for p := range out {
@@ -133,7 +127,7 @@ func (s *sections) disrupt(who string, on bool) {
 }
 
 // playRuns plays seed's runs (3 processes of 2 runs each) and returns what went wrong, or "".
-func playRuns(dir string, seed uint64) string {
+func playRuns(dir string, seed int64) string {
 	path := filepath.Join(dir, "cluster.run.lock")
 	plan := randomRuns(seed, 3, 2, 4)
 	rec := &sections{disruptive: map[string]bool{}}

@@ -3,8 +3,6 @@ package extensioncleanup_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,19 +17,12 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
+	"github.com/cleanup-e2e/cleanup-e2e/internal/seeded"
 	"github.com/cleanup-e2e/cleanup-e2e/internal/shrink"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
-// The lifecycle test's own variables: replay a seed, run more rounds (a soak), keep only some steps of
-// the generated list (a shrunk list's replay), let TestLifecycle shrink a failure.
-const (
-	envLifecycleSeed   = "CLEANUP_E2E_EXT_LIFECYCLE_SEED"
-	envLifecycleRounds = "CLEANUP_E2E_EXT_LIFECYCLE_ROUNDS"
-	envLifecycleSteps  = "CLEANUP_E2E_EXT_LIFECYCLE_STEPS"  // e.g. "4,5,9": the generated steps to run
-	envLifecycleShrink = "CLEANUP_E2E_EXT_LIFECYCLE_SHRINK" // re-runs TestLifecycle may spend shrinking (default 0)
-	foreignFinalizer   = "example.cleanup-e2e.io/foreign"
-)
+const foreignFinalizer = "example.cleanup-e2e.io/foreign"
 
 // TestLifecycle runs a seeded operation list on one OLM v1 install, bounded: each round draws operations
 // on the installed extension (Widgets created, the opt-in switched among none, delete-operands and
@@ -39,18 +30,21 @@ const (
 // upgrades to the next widget-operator version, the last one dropping a CRD, a Widget namespace
 // terminated), deletes the ClusterExtension (background or foreground, sometimes opting out in the
 // middle), judges the uninstall against the invariants of pkg/extensioncleanup/doc.go, and installs
-// again. A failure prints the list, the shortest failing list found (with CLEANUP_E2E_EXT_LIFECYCLE_SHRINK
-// re-runs) and how to replay both.
+// again. A failure prints the list, the shortest failing list found (with CLEANUP_E2E_SHRINK re-runs)
+// and how to replay both. internal/seeded's CLEANUP_E2E_STEPS counts rounds here.
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
-	seed := envInt(envLifecycleSeed, time.Now().UnixNano()%1_000_000)
-	rounds := envInt(envLifecycleRounds, 2)
-	first, ops := generate(seed, int(rounds))
-	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
-	f := runAndShrink(t, seed, first, ops, variant{}, int(envInt(envLifecycleShrink, 0)))
-	f.replay = fmt.Sprintf("%s=%d %s=%d", envLifecycleSeed, seed, envLifecycleRounds, rounds)
-	if len(f.violations) > 0 {
-		t.Error(f.report())
+	cfg, err := seeded.Read(seeded.Config{Sequences: 1, Steps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range cfg.Seeds() {
+		first, ops := generate(seed, cfg.Steps)
+		f := runAndShrink(t, seed, first, keepSteps(ops, cfg.OnlySteps), variant{}, cfg.Shrink)
+		f.replay = cfg.Replay(seed)
+		if len(f.violations) > 0 {
+			t.Fatal(f.report())
+		}
 	}
 }
 
@@ -59,9 +53,13 @@ func TestLifecycle(t *testing.T) {
 // the violation does not need (2 re-runs, each on a fresh install: the halves of the list).
 func TestLifecycleCatchesEarlyRelease(t *testing.T) {
 	t.Parallel()
+	cfg, err := seeded.Read(seeded.Config{Seed: 1, Sequences: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	first, ops := generateBroken(1)
 	all := len(ops)
-	ops = keepSteps(t, ops, os.Getenv(envLifecycleSteps))
+	ops = keepSteps(ops, cfg.OnlySteps)
 	f := runAndShrink(t, 1, first, ops, variant{releaseEarly: true}, 2)
 	if len(f.original) == 0 {
 		t.Fatalf("the controller that releases before its CRs are finalized went unnoticed over:%s", formatOps(ops))
@@ -133,27 +131,19 @@ func (f failure) report() string {
 		f.seed, len(f.original), f.first, joinLines(f.original), len(f.all), formatOps(f.all), prefix, cmd)
 	if f.reruns > 0 {
 		s += fmt.Sprintf("\nshortest failing list found in %d re-runs (%d operations):%s\nits violations:\n  %s\nreplay it: %s%s=%s %s",
-			f.reruns, len(f.ops), formatOps(f.ops), joinLines(f.violations), prefix, envLifecycleSteps, steps(f.ops), cmd)
+			f.reruns, len(f.ops), formatOps(f.ops), joinLines(f.violations), prefix, seeded.EnvOnlySteps, steps(f.ops), cmd)
 	}
 	return s
 }
 
-// keepSteps keeps the operations whose steps list names ("" keeps all).
-func keepSteps(t *testing.T, ops []lifecycleOp, list string) []lifecycleOp {
-	if list == "" {
+// keepSteps keeps the operations whose steps only names (nil keeps all).
+func keepSteps(ops []lifecycleOp, only map[int]bool) []lifecycleOp {
+	if only == nil {
 		return ops
-	}
-	keep := map[int]bool{}
-	for _, f := range strings.Split(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			t.Fatalf("%s=%q: %v", envLifecycleSteps, list, err)
-		}
-		keep[n] = true
 	}
 	var out []lifecycleOp
 	for _, o := range ops {
-		if keep[o.Step] {
+		if only[o.Step] {
 			out = append(out, o)
 		}
 	}
@@ -390,13 +380,6 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
-}
-
-func envInt(name string, def int64) int64 {
-	if n, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
-		return n
-	}
-	return def
 }
 
 func joinLines(v []string) string {

@@ -3,15 +3,13 @@ package extensioncleanup
 import (
 	"fmt"
 	"math/rand"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cleanup-e2e/cleanup-e2e/internal/seeded"
 	"github.com/cleanup-e2e/cleanup-e2e/internal/shrink"
 )
 
@@ -29,28 +27,23 @@ const sweepHolder = types.UID("holder")
 // sweep: a strip of the dangling references decided from a read taken before the sweep lands after it,
 // then the GC runs to its end. The object must end as the GC would have left it without the hold
 // (deleted when no owner but the holder is live, kept otherwise) and never without an owner reference.
-// CLEANUP_E2E_SEED replays one case as printed by a failure.
+// internal/seeded's CLEANUP_E2E_SEED replays one case as printed by a failure.
 func TestSweptRefsLeaveWhatTheGCWouldHave(t *testing.T) {
-	base, cases := time.Now().UnixNano(), 2000
-	if s := os.Getenv("CLEANUP_E2E_SEED"); s != "" {
-		seed, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CLEANUP_E2E_SEED=%q: want an integer seed as printed by a failure", s)
-		}
-		base, cases = seed, 1
+	cfg, err := seeded.Read(seeded.Config{Sequences: 2000, Shrink: 50})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k := range cases {
-		seed := base + int64(k)
+	for seed := range cfg.Seeds() {
 		c := randomSweepCase(rand.New(rand.NewSource(seed)))
 		v := c.violations()
 		if len(v) == 0 {
 			continue
 		}
-		refs, v := shrink.Chunks(c.refs, v, 50, func(refs []metav1.OwnerReference) []string {
+		refs, v := shrink.Chunks(c.refs, v, cfg.Shrink, func(refs []metav1.OwnerReference) []string {
 			return sweepCase{refs: refs, live: c.live, liveUID: c.liveUID}.violations()
 		})
-		t.Fatalf("seed %d (replay with CLEANUP_E2E_SEED=%d): owner references %s (live ClusterExtension %q): %v",
-			seed, seed, describeRefs(refs, c.live), c.liveUID, v)
+		t.Fatalf("seed %d (replay with %s go test ./pkg/extensioncleanup -run %s): owner references %s (live ClusterExtension %q): %v",
+			seed, cfg.Replay(seed), t.Name(), describeRefs(refs, c.live), c.liveUID, v)
 	}
 }
 

@@ -4,50 +4,33 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/cleanup-e2e/cleanup-e2e/internal/seeded"
 )
 
-// Knobs: CLEANUP_E2E_SEED replays one sequence (the seed a failure prints); CLEANUP_E2E_SEQUENCES
-// and CLEANUP_E2E_SEQUENCE_STEPS run more or longer sequences than the default, which stays within
-// a few seconds of `go test`. Both seed and count set run that many from the seed (sequence i uses
-// seed+i), so a soak (scripts/soak.sh) names every seed it ran.
-const (
-	defaultSequences = 100
-	defaultSteps     = 40
-)
-
+// The defaults stay within a few seconds of `go test`; internal/seeded's variables replay a printed
+// seed or run more and longer sequences (scripts/soak.sh).
 func TestDeleteStateSequencesFollowTheModel(t *testing.T) {
-	sequences, steps := envInt(t, "CLEANUP_E2E_SEQUENCES", defaultSequences), envInt(t, "CLEANUP_E2E_SEQUENCE_STEPS", defaultSteps)
-	base := time.Now().UnixNano()
-	if s := os.Getenv("CLEANUP_E2E_SEED"); s != "" {
-		seed, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CLEANUP_E2E_SEED=%q: want an integer seed as printed by a failure", s)
-		}
-		base = seed
-		if os.Getenv("CLEANUP_E2E_SEQUENCES") == "" {
-			sequences = 1
-		}
+	cfg, err := seeded.Read(seeded.Config{Sequences: 100, Steps: 40})
+	if err != nil {
+		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for k := range sequences {
-		seed := base + int64(k)
-		seq := generate(rand.New(rand.NewSource(seed)), steps)
+	for seed := range cfg.Seeds() {
+		seq := generate(rand.New(rand.NewSource(seed)), cfg.Steps)
 		at, err := run(ctx, seq)
 		if err == nil {
 			continue
 		}
 		shrunk := shrink(ctx, seq[:at+1])
 		_, shrunkErr := run(ctx, shrunk)
-		t.Fatalf("the applier diverges from the reference model (seed %d, replay with CLEANUP_E2E_SEED=%d):\n"+
+		t.Fatalf("the applier diverges from the reference model (seed %d, replay with %s go test ./pkg/payload/applier/deletestate -run %s):\n"+
 			"original failure at step %d: %v\nshortest failing sequence found (%d of %d steps):\n%s\n=> %v",
-			seed, seed, at+1, err, len(shrunk), at+1, describe(shrunk), shrunkErr)
+			seed, cfg.Replay(seed), t.Name(), at+1, err, len(shrunk), at+1, describe(shrunk), shrunkErr)
 	}
-	t.Logf("%d sequences of %d steps (seeds %d..%d) agree with the model", sequences, steps, base, base+int64(sequences)-1)
+	t.Logf("%d sequences of %d steps (seeds %d..%d) agree with the model", cfg.Sequences, cfg.Steps, cfg.Seed, cfg.Seed+int64(cfg.Sequences)-1)
 }
 
 // run plays seq on a fresh cluster and applier; it returns the index of the first diverging step.
@@ -82,16 +65,4 @@ func describe(seq []step) string {
 		lines[i] = fmt.Sprintf("  %2d. %s", i+1, s)
 	}
 	return strings.Join(lines, "\n")
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return n
 }
