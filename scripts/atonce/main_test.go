@@ -181,7 +181,8 @@ func TestASignalBeforeARunStartsStartsNone(t *testing.T) {
 // `go test -c` running) is stopped only once the child is gone too.
 func TestARunIsStoppedOnlyWhenItsProcessGroupIsEmpty(t *testing.T) {
 	dir := t.TempDir()
-	script := `(trap '' TERM; echo >child.ready; exec sleep 60) & echo $! >child.pid; wait`
+	// child.pid appears whole (renamed into place): waitFiles sees a file as soon as it is created.
+	script := `(trap '' TERM; echo >child.ready; exec sleep 60) & echo $! >child.pid.tmp && mv child.pid.tmp child.pid; wait`
 	runs := []run{{"leader", filepath.Join(dir, "leader.log"), []string{"sh", "-c", "cd " + dir + " && { " + script + "; }"}}}
 	signals := make(chan os.Signal, 1)
 	log := &lockedLog{}
@@ -189,8 +190,8 @@ func TestARunIsStoppedOnlyWhenItsProcessGroupIsEmpty(t *testing.T) {
 	go func() { status <- runAll(runs, signals, 300*time.Millisecond, &bytes.Buffer{}, log) }()
 	waitFiles(t, filepath.Join(dir, "child.ready"), filepath.Join(dir, "child.pid"))
 	pid, err := os.ReadFile(filepath.Join(dir, "child.pid"))
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || strings.TrimSpace(string(pid)) == "" {
+		t.Fatalf("child.pid: %q, %v", pid, err)
 	}
 	signals <- syscall.SIGINT
 	killedSaying(t, status, log, "leader still runs after 300ms: SIGKILL", "the child that ignores SIGTERM was not killed after a 300 ms grace")
@@ -205,6 +206,9 @@ func processState(pid string) string {
 	if err != nil {
 		return ""
 	}
-	_, after, _ := strings.Cut(string(stat), ") ")
+	_, after, found := strings.Cut(string(stat), ") ")
+	if !found || after == "" {
+		return "?" // not a process's stat: never taken for a process that is gone
+	}
 	return after[:1]
 }
