@@ -12,7 +12,7 @@ all: test
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-tools: ## build kube-apiserver, kube-controller-manager, etcd and olm from the Go module proxy (cached)
+tools: ## kube-apiserver, kube-controller-manager, etcd, olm, OLM v1's managers into _cache/ (downloaded where reachable, else built)
 	@scripts/tools.sh
 
 test: tools ## unit tests + every suite on the envtest provider + the example consumers (CI stage 1)

@@ -15,7 +15,8 @@
 //     framework/deleteannotation (DescribeRemoval).
 //
 // The walkthrough is docs/use-from-your-operator-repo.md; working consumers are
-// examples/operator-repo and examples/memcached-operator.
+// examples/kubebuilder-scaffold (a fresh scaffold, its suite a module of its own),
+// examples/memcached-operator and examples/operator-repo.
 //
 // # The words
 //
@@ -30,7 +31,8 @@
 //     "Input" is left for what a spec or an install takes (specs.OperandCleanupSpecInput).
 //   - The stack is what must run on the cluster for the specs: OLM, the operand-cleanup controller, the
 //     ClusterOperator CRD, your CRDs. testenv.Config.Stack declares it (stack.ForOperandCleanup(),
-//     stack.Components); it is detected, installed where missing and removed at the end.
+//     stack.Components); it is detected, and what is missing is installed and removed at the end,
+//     except OLM, which must be there (the envtest and kind providers bring it).
 //   - Every wait has a named, scaled timeout (framework/intervals; $CLEANUP_E2E_WAIT_SCALE stretches
 //     them all), and every variable the framework reads is in framework/envvar.
 //

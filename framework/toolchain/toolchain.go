@@ -76,7 +76,7 @@ func (b Binary) Path() (string, error) {
 	p := filepath.Join(CacheDir(), "bin", b.Dir, b.Name)
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", fmt.Errorf("%s %s not found at %s: build it with `%s` (or `make tools`)", b.Name, b.Version, p, b.Script)
+		return "", fmt.Errorf("%s %s not found at %s: %s", b.Name, b.Version, p, howToBuild(b))
 	}
 	if len(b.VersionArgs) == 0 {
 		return p, nil
@@ -90,6 +90,17 @@ func (b Binary) Path() (string, error) {
 		markVerified(b, id)
 	}
 	return p, nil
+}
+
+// howToBuild says how to get b. A consumer that requires cleanup-e2e without a replace directive runs
+// it from the Go module cache, which is read-only and holds no scripts' output: the default cache
+// there never fills, so it is told to point CLEANUP_E2E_CACHE at a checkout's.
+func howToBuild(b Binary) string {
+	if root := RepoRoot(); envvar.Cache.Get() == "" && strings.Contains(filepath.Base(root), "@") {
+		return fmt.Sprintf("cleanup-e2e is used from the Go module cache (%s), where nothing is built: run `make tools` in a checkout of cleanup-e2e and set %s=<checkout>/_cache, or point a replace directive at the checkout",
+			root, envvar.Cache.Name)
+	}
+	return fmt.Sprintf("build it with `%s` (or `make tools`)", b.Script)
 }
 
 func firstLine(s string) string {

@@ -42,6 +42,18 @@ func TestMissingBinaryNamesItsScript(t *testing.T) {
 	}
 }
 
+// A consumer without a replace directive runs the framework from the module cache, where no script
+// can build: the error says to use a checkout's cache instead.
+func TestMissingBinaryFromTheModuleCacheNamesTheCacheVariable(t *testing.T) {
+	t.Setenv("CLEANUP_E2E_CACHE", "")
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("CLEANUP_E2E_ROOT", filepath.Join(t.TempDir(), "pkg", "mod", "github.com", "cleanup-e2e", "cleanup-e2e@v0.3.0"))
+	_, err := Etcd.Path()
+	if err == nil || !strings.Contains(err.Error(), "module cache") || !strings.Contains(err.Error(), "CLEANUP_E2E_CACHE=<checkout>/_cache") {
+		t.Fatalf("error %v should say that the module cache builds nothing and name CLEANUP_E2E_CACHE", err)
+	}
+}
+
 func TestWrongVersionNamesItsScript(t *testing.T) {
 	_, dir := kubeBinDir(t)
 	fake := "#!/bin/sh\necho Kubernetes v1.30.0\n"
