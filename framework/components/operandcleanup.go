@@ -24,6 +24,9 @@ const OperandCleanupImage = operandcleanupconfig.Image
 // InstallOperandCleanupInput configures the operand-cleanup controller install.
 type InstallOperandCleanupInput struct {
 	Client client.Client
+	// Image is the controller's image (default OperandCleanupImage): on a cluster whose nodes pull from
+	// a registry, the image as pushed there.
+	Image string
 	// Args override the Deployment's flags by name (e.g. "--stall-timeout=5s").
 	Args    []string
 	Timeout time.Duration
@@ -36,6 +39,9 @@ func InstallOperandCleanup(ctx context.Context, in InstallOperandCleanupInput) e
 		return err
 	}
 	for _, o := range objs {
+		if err := SetOperandCleanupImage(o, in.Image); err != nil {
+			return err
+		}
 		if o.GetKind() == "Deployment" {
 			if err := OverrideArgs(o, in.Args); err != nil {
 				return err
@@ -48,6 +54,20 @@ func InstallOperandCleanup(ctx context.Context, in InstallOperandCleanupInput) e
 	timeout := intervals.Or(in.Timeout, intervals.DeploymentAvailable)
 	key := types.NamespacedName{Namespace: operandcleanupconfig.Namespace, Name: operandcleanupconfig.Deployment}
 	return kube.WaitDeploymentAvailable(ctx, in.Client, key, timeout)
+}
+
+// SetOperandCleanupImage sets image ("" leaves it) on the controller's Deployment among its manifests;
+// other objects are left as they are.
+func SetOperandCleanupImage(o *unstructured.Unstructured, image string) error {
+	if image == "" || o.GetKind() != "Deployment" || o.GetName() != operandcleanupconfig.Deployment {
+		return nil
+	}
+	containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) == 0 {
+		return fmt.Errorf("deployment %s has no containers (%v)", o.GetName(), err)
+	}
+	containers[0].(map[string]any)["image"] = image
+	return unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
 }
 
 // OverrideArgs replaces flags of the first container by name and appends the new ones.

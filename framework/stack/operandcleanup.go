@@ -46,18 +46,21 @@ func (s *Stack) ensureOperandCleanup(ctx context.Context) (bool, error) {
 	case len(missing) == 0:
 		s.in.Log.Info("found the operand-cleanup controller; leaving it alone", "deployment", depKey.String())
 	case len(missing) == len(objs):
-		err := components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: s.c,
+		err := components.InstallOperandCleanup(ctx, components.InstallOperandCleanupInput{Client: s.c, Image: s.in.OperandCleanupImage,
 			Args: append(append([]string{}, testArgs...), s.in.OperandCleanupArgs...), Timeout: s.in.Timeout})
 		for _, o := range objs {
 			s.ledger.recordLive(ctx, o.GroupVersionKind(), o.GetNamespace(), o.GetName())
 		}
 		if err != nil {
-			return false, fmt.Errorf("%w (%s)", err, imageHint)
+			return false, fmt.Errorf("%w (%s)", err, s.imageHint())
 		}
 		s.in.Log.Info("installed the operand-cleanup controller", "deployment", depKey.String())
 		return false, nil
 	default:
 		for _, o := range missing {
+			if err := components.SetOperandCleanupImage(o, s.in.OperandCleanupImage); err != nil {
+				return false, err
+			}
 			if err := kube.Apply(ctx, s.c, o); err != nil {
 				return false, err
 			}
@@ -69,11 +72,18 @@ func (s *Stack) ensureOperandCleanup(ctx context.Context) (bool, error) {
 		if found {
 			return found, fmt.Errorf("the operand-cleanup controller found on the cluster (not created by this run, so left as it is) is not available: %w", err)
 		}
-		return found, fmt.Errorf("%w (%s)", err, imageHint)
+		return found, fmt.Errorf("%w (%s)", err, s.imageHint())
 	}
 	return found, nil
 }
 
-const imageHint = "its image " + operandcleanupconfig.Image + " must be runnable by the cluster: load it " +
-	"(kind load docker-image) or mirror it; a node-less cluster runs no pods by itself (the envtest " +
-	"provider runs it in-process when its Registry has the image)"
+// imageHint says what the controller's image needs, when its Deployment does not become available.
+func (s *Stack) imageHint() string {
+	if img := s.in.OperandCleanupImage; img != "" && img != operandcleanupconfig.Image {
+		return "its image " + img + " (Stack.OperandCleanupImage) must be pullable by the cluster's nodes"
+	}
+	return "its image " + operandcleanupconfig.Image + " must be runnable by the cluster: load it " +
+		"(kind load docker-image) on every node, or push the image scripts/images.sh builds to a registry " +
+		"your nodes pull from and name it in Stack.OperandCleanupImage; a node-less cluster runs no pods by " +
+		"itself (the envtest provider runs it in-process when its Registry has the image)"
+}

@@ -26,6 +26,11 @@ type Components struct {
 	OLMv1 bool
 	// OperandCleanup ensures the operand-cleanup controller (config/operand-cleanup).
 	OperandCleanup bool
+	// OperandCleanupImage is the controller's image when this stack installs it (default
+	// cleanup-e2e.local/operand-cleanup:v0.1.0, which no registry serves: kind loads it, envtest runs
+	// it in-process). On an existing cluster whose nodes pull from a registry, push the image
+	// scripts/images.sh builds there and name it here.
+	OperandCleanupImage string
 	// OperandCleanupArgs override the controller's flags when this stack installs it (e.g.
 	// "--stall-timeout=5s"); a controller that was already there is left as it is. The stack installs
 	// it with --max-pending-listed=10 unless these say otherwise (see testArgs).
