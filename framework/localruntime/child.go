@@ -110,7 +110,8 @@ func (c *child) env() ([]string, error) {
 	for k, v := range c.w.env {
 		vars[k] = v
 	}
-	// Set last, as the kubelet's: what rest.InClusterConfig reads.
+	// What rest.InClusterConfig reads, set over the container's own values: the kubelet lets a
+	// container's env win, but here the only API server is the one the runtime was given.
 	vars["KUBERNETES_SERVICE_HOST"], vars["KUBERNETES_SERVICE_PORT"] = u.Hostname(), u.Port()
 	vars["KUBERNETES_SERVICE_PORT_HTTPS"], vars["KUBERNETES_PORT"] = u.Port(), "tcp://"+u.Host
 	out := make([]string, 0, len(vars))
