@@ -25,10 +25,14 @@
 //     namespaces that are targets now and were then; the cleanup completes only when no operand is being
 //     deleted in a namespace the operator watched then, whoever deleted it.
 //   - Upgrades never clean up: a CSV with a successor (a CSV of its namespace with spec.replaces naming
-//     it, accepted by OLM or not, even one being deleted) or that OLM deletes as replaced (phase Deleting,
-//     reason Replaced) loses the finalizer, and its successors get spec.cleanup.enabled: true when it
-//     has it. Its own spec.cleanup.enabled is never changed. A successor deleted while the CSV it
-//     replaces is still installed is not an uninstall either (status CleanupSkipped).
+//     it, accepted by OLM or not, even one being deleted) hands spec.cleanup.enabled: true to its
+//     successors when it has it, and loses the finalizer once it is deleted while a successor stays or
+//     OLM deletes it as replaced (phase Deleting, reason Replaced); until then it keeps it (see below).
+//     Its own spec.cleanup.enabled is never changed. A successor deleted while the CSV it replaces is
+//     still installed is not an uninstall either (status CleanupSkipped). The enhancement
+//     ("Handling CSV deletion due to replacement") has OLM opt the replaced CSV out and copy the value
+//     whatever it is; here nothing is opted out (an uninstall mid-upgrade must still clean up, below)
+//     and only true is handed over (a successor's own opt-in is not taken away).
 //   - The operator's namespaced RBAC (Roles/RoleBindings OLM made in its namespace and copied into its
 //     target namespaces, labels olm.owner*, olm.copiedFrom) is held the same way: deleting a target
 //     namespace during the cleanup would otherwise take the operator's permissions there with it. When the
@@ -105,11 +109,13 @@
 //   - The reason is v1alpha1.CSVReasonWaitingForCleanupToComplete ("WaitingOnCleanup"), not
 //     "CleanupWaiting". The phase is the string "Cleanup" (the API has no constant; phase is free-form).
 //   - status.conditions follows the API's SetPhase semantics: an entry is appended when phase or reason
-//     change (trimmed to v1alpha1.ConditionsLengthLimit); while only the message changes (pending count),
-//     the latest entry — this controller's — is updated in place rather than appending one entry per
-//     step, which would push OLM's history out of the 20-entry window.
-//   - spec.cleanup is a non-pointer struct with a required "enabled" field, so "unset" and false are the
-//     same state.
+//     change (trimmed to v1alpha1.ConditionsLengthLimit). While only the message changes (pending
+//     count), SetPhase would leave the latest entry's message stale; this controller updates that
+//     entry — its own — in place, and appends none (one per step would push OLM's history out of the
+//     20-entry window).
+//
+// Where they agree: spec.cleanup is a non-pointer struct with a required "enabled" field, so "unset"
+// and false are the same state, as the enhancement's unspecified default is.
 //
 // # Status ownership
 //
