@@ -57,8 +57,10 @@ func TestTheModuleAsTheProxyServesIt(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(consumer, "go.mod"), []byte("module example.com/consumer\n\ngo 1.26.3\n\nrequire "+
 		"github.com/cleanup-e2e/cleanup-e2e "+proxyVersion+"\n"), 0o644))
 
-	// Offline: the module from the file proxy, its dependencies from the module cache's download cache.
-	env := append(os.Environ(), "GOPROXY=file://"+proxy+",file://"+filepath.Join(modcache, "cache", "download"),
+	// The module from the file proxy; its dependencies from the module cache's download cache, else from
+	// the configured proxy: go mod tidy also loads the tests of the dependencies' packages, whose
+	// modules a build of this checkout never downloaded (a fresh machine has none of them).
+	env := append(os.Environ(), "GOPROXY=file://"+proxy+",file://"+filepath.Join(modcache, "cache", "download")+","+goEnv(t, "GOPROXY"),
 		"GOSUMDB=off", "GOFLAGS=-mod=mod -modcacherw -buildvcs=false", "GOWORK=off",
 		"CLEANUP_E2E_CACHE="+toolchain.CacheDir(), "CLEANUP_E2E_ROOT=", "ARTIFACTS="+filepath.Join(consumer, "_artifacts"))
 	run := func(timeout time.Duration, args ...string) string {
