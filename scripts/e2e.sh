@@ -117,10 +117,10 @@ else
   # the example consumers too (examples/*: Ginkgo and e2e-framework, as a consumer repo's suites would;
   # on envtest make test runs them). The suites in last (e2e/cvo) run after the others, alone.
   # e2e/cvo could run beside them: only a spec that restarts OLM must not meet its
-  # ClusterOperator CRD, and the disruptive lock sees to that (framework/testenv/disruptive.go). On 2
-  # cores that gains nothing — the run is CPU-bound, and its Widget spec adds to the API-lock waits of
-  # the AllNamespaces cases — so it stays last, fixed, not a knob (docs/performance.md). Each one's
-  # output goes to a file, printed when it ends.
+  # ClusterOperator CRD, and the disruptive lock sees to that (framework/testenv/disruptive.go). It
+  # stays last, fixed, not a knob: its Widget spec would add to the waits for widget-operator's APIs
+  # that bound the others' run, to gain at most its ≈ 30 s (docs/performance.md). Each one's output
+  # goes to a file, printed when it ends.
   last=" cvo "
   reports=()
   if [ "$PROVIDER" != kind ]; then # (kind's trap above stops them too)
