@@ -85,7 +85,9 @@
 //     holder was there and applied after release removed it leaves nothing. So the controller removes
 //     foregroundDeletion from a held X at its first reconcile of the deletion (operator-controller
 //     would otherwise give X's reference back and the GC strip it again for as long as the hold lasts)
-//     and does nothing for gcSettle; and after release X keeps Finalizer for gcSettle (letGo, which
+//     and does nothing for gcSettle, unless the GC ended the wait first (it does once no dependent it
+//     observed carries a blocking reference to X, so its strips have landed:
+//     processDeletingDependentsItem); and after release X keeps Finalizer for gcSettle (letGo, which
 //     releases again and waits again if anything changed), so X is neither waiting nor gone while a
 //     strip decided before the release can still land. The sweep leaves the holder's reference
 //     to an armed ClusterExtension of X's name (its release gives its reference back); an object it takes

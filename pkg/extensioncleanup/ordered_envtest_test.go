@@ -30,7 +30,8 @@ func TestOrderedUninstallBackground(t *testing.T) {
 }
 
 // TestOrderedUninstallForeground: the same with kubectl delete --cascade=foreground, where the garbage
-// collector deletes the blocking dependents at once: the holder's owner reference keeps them.
+// collector deletes the blocking dependents at once: the holder's owner reference keeps them, and the
+// controller ends the GC's wait, which a dependent of the test's keeps on until then.
 func TestOrderedUninstallForeground(t *testing.T) {
 	t.Parallel()
 	orderedUninstall(t, metav1.DeletePropagationForeground)
@@ -43,7 +44,20 @@ func orderedUninstall(t *testing.T, policy metav1.DeletionPropagation) {
 	expectHeld(ctx, t, e)
 	thing := notOwnedKind(ctx, t, e)
 
+	foreground := policy == metav1.DeletePropagationForeground
+	var unblock func()
+	if foreground {
+		unblock = e.blockForegroundWait(ctx, t)
+	}
 	deleted := e.deleteCE(ctx, t, policy)
+	if foreground {
+		// A foreground deletion is carried out as a held background one (doc.go, invariant 6): the
+		// blocker keeps the GC from ending its wait, so only the controller can.
+		waitForWithin(ctx, t, intervals.GarbageCollecting, "the controller to end the foreground wait (event "+extensioncleanup.ReasonForegroundEnded+")", func() (bool, string) {
+			return e.eventReasons(ctx, t)[extensioncleanup.ReasonForegroundEnded], fmt.Sprintf("ClusterExtension finalizers %v", finalizersOf(e.liveCE(ctx)))
+		})
+		unblock()
+	}
 	e.waitSettled(ctx, t, deleted)
 	e.expectAllFinalized(ctx, t, fmt.Sprintf("an ordered uninstall (%s)", policy))
 	e.waitCRDGone(ctx, t)
@@ -52,13 +66,34 @@ func orderedUninstall(t *testing.T, policy metav1.DeletionPropagation) {
 		left := e.heldLeft(ctx, t)
 		return len(left) == 0, fmt.Sprint(left)
 	})
-	// A foreground deletion is carried out as a held background one (doc.go, invariant 6).
-	want := policy == metav1.DeletePropagationForeground
-	if got := e.eventReasons(ctx, t)[extensioncleanup.ReasonForegroundEnded]; got != want {
-		t.Errorf("a %s deletion: event %s recorded: %t, want %t", policy, extensioncleanup.ReasonForegroundEnded, got, want)
+	if !foreground && e.eventReasons(ctx, t)[extensioncleanup.ReasonForegroundEnded] {
+		t.Errorf("a %s deletion: event %s recorded, want none", policy, extensioncleanup.ReasonForegroundEnded)
 	}
 	t.Logf("CRD %s gone %s after the deletion", widgetCRD, time.Since(deleted).Round(time.Millisecond))
 	expectUntouched(ctx, t, e, thing)
+}
+
+// blockForegroundWait gives the ClusterExtension a dependent the garbage collector cannot delete until
+// unblock: a ConfigMap it owns with blockOwnerDeletion, kept by a finalizer of the test's. Without it
+// the GC ends a foreground wait by itself once it has stripped the ClusterExtension's reference from
+// every held object (processDeletingDependentsItem: no blocking dependent left), which under load
+// can come before the controller's first reconcile of the deletion; with it, only the controller can.
+func (e *env) blockForegroundWait(ctx context.Context, t *testing.T) (unblock func()) {
+	t.Helper()
+	const finalizer = "cleanup-e2e.io/test-blocker"
+	cm := &unstructured.Unstructured{}
+	cm.SetAPIVersion("v1")
+	cm.SetKind("ConfigMap")
+	cm.SetNamespace("default")
+	cm.SetName("foreground-blocker")
+	cm.SetFinalizers([]string{finalizer})
+	block := true
+	cm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: e.ce.GetAPIVersion(), Kind: e.ce.GetKind(),
+		Name: e.ce.GetName(), UID: e.ce.GetUID(), BlockOwnerDeletion: &block}})
+	if err := e.c.Create(ctx, cm); err != nil {
+		t.Fatalf("ConfigMap %s/%s to block the foreground wait: %v", cm.GetNamespace(), cm.GetName(), err)
+	}
+	return func() { removeFinalizer(ctx, t, e, cm, finalizer) }
 }
 
 // expectHeld: the operator's Deployment and the widgets CRD carry the holder's owner reference, after
