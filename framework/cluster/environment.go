@@ -20,12 +20,19 @@ type Environment struct {
 }
 
 // APILocker holds APIs of a shared cluster for one spec, each named kind.group in lower case (e.g.
-// "memcached.cache.example.com"): shared by a spec that installs an operator providing them or makes
-// objects of them, exclusively by one whose cleanup reaches every namespace (an AllNamespaces
-// install: its cleanup deletes those kinds everywhere, and OLM lets only one operator provide an API
-// to namespaces that overlap). done releases them; why names the spec in the log of one that waits.
+// "memcached.cache.example.com"). done releases them; why names the spec in the log of one that waits.
 type APILocker interface {
-	LockAPIs(ctx context.Context, apis []string, exclusive bool, why string) (done func(), err error)
+	LockAPIs(ctx context.Context, holds APIHolds, why string) (done func(), err error)
+}
+
+// APIHolds are the APIs one spec holds, in one LockAPIs call (so that two specs never wait for each
+// other). Exclusive: those whose objects the spec's cleanup deletes in every namespace, or whose CRDs
+// it deletes — the kinds an AllNamespaces install owns (OLM also lets only one operator provide an API
+// to namespaces that overlap), the CRDs of an OLM v1 uninstall. Shared: those it otherwise uses — an
+// operator it installs provides or requires them, or it makes objects of them. An API in both lists is
+// held exclusively.
+type APIHolds struct {
+	Exclusive, Shared []string
 }
 
 // LabelAPIScoped marks a Ginkgo spec with an AllNamespaces install, whose Installation holds the

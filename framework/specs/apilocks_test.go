@@ -19,7 +19,7 @@ import (
 
 // The APIs a case locks are the kinds its CSVs own (what an AllNamespaces cleanup of it deletes), the
 // kinds they require and its samples' kinds (what another operator's could delete), without the core
-// group's.
+// group's; an exclusive hold (AllNamespaces, OLM v1) takes the owned kinds exclusively, the rest shared.
 func TestUsedAPIsAreTheOwnedAndRequiredKindsAndTheSamplesKinds(t *testing.T) {
 	sample := func(apiVersion, kind string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -27,28 +27,33 @@ func TestUsedAPIsAreTheOwnedAndRequiredKindsAndTheSamplesKinds(t *testing.T) {
 		u.SetKind(kind)
 		return u
 	}
+	widgetKinds := []string{"widget.fixtures.cleanup-e2e.io", "widgetclass.fixtures.cleanup-e2e.io"}
 	in := OperandCleanupSpecInput{BundleDir: bundles.Dir("widget-operator", "v0.1.0"),
 		Samples: func(string) []*unstructured.Unstructured {
-			return []*unstructured.Unstructured{sample("v1", "ConfigMap"), sample("cache.example.com/v1alpha1", "Memcached")}
+			return []*unstructured.Unstructured{sample("v1", "ConfigMap"), sample("cache.example.com/v1alpha1", "Memcached"),
+				sample("fixtures.cleanup-e2e.io/v1alpha1", "Widget")}
 		}}
-	got, err := usedAPIs(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"widget.fixtures.cleanup-e2e.io", "widgetclass.fixtures.cleanup-e2e.io", "memcached.cache.example.com"} {
-		if !slices.Contains(got, want) {
-			t.Errorf("used APIs %v, want %s among them", got, want)
+	for _, c := range []struct {
+		exclusive bool
+		want      cluster.APIHolds
+	}{
+		{false, cluster.APIHolds{Shared: append([]string{"memcached.cache.example.com"}, widgetKinds...)}},
+		{true, cluster.APIHolds{Exclusive: widgetKinds, Shared: []string{"memcached.cache.example.com"}}},
+	} {
+		got, err := usedAPIs(in, c.exclusive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Exclusive, c.want.Exclusive) || !slices.Equal(got.Shared, c.want.Shared) {
+			t.Errorf("exclusive=%v: used APIs %+v, want %+v (no core kinds, kind.group in lower case)", c.exclusive, got, c.want)
 		}
 	}
-	for _, a := range got {
-		if !strings.Contains(a, ".") || a != strings.ToLower(a) || strings.HasPrefix(a, "configmap") {
-			t.Errorf("used API %q: want kind.group in lower case, no core kinds", a)
-		}
-	}
-	// gizmo-operator makes a Widget per Gizmo: widget-operator's AllNamespaces cleanup would delete it.
+	// gizmo-operator makes a Widget per Gizmo: widget-operator's AllNamespaces cleanup would delete it,
+	// so the Widget is held shared even by a hold that takes the Gizmo exclusively.
 	gizmos := OperandCleanupSpecInput{BundleDir: bundles.Dir("gizmo-operator", "v0.1.0"), Samples: func(string) []*unstructured.Unstructured { return nil }}
-	if got, err := usedAPIs(gizmos); err != nil || !slices.Equal(got, []string{"gizmo.fixtures.cleanup-e2e.io", "widget.fixtures.cleanup-e2e.io"}) {
-		t.Errorf("gizmo-operator's used APIs %v (%v), want the Gizmo it owns and the Widget it requires", got, err)
+	want := cluster.APIHolds{Exclusive: []string{"gizmo.fixtures.cleanup-e2e.io"}, Shared: []string{"widget.fixtures.cleanup-e2e.io"}}
+	if got, err := usedAPIs(gizmos, true); err != nil || !slices.Equal(got.Exclusive, want.Exclusive) || !slices.Equal(got.Shared, want.Shared) {
+		t.Errorf("gizmo-operator's used APIs %+v (%v), want %+v: the Gizmo it owns, the Widget it requires", got, err, want)
 	}
 	// Its OLM v1 variant no longer requires the Widget API but still makes Widgets: held all the same (on
 	// kind another spec's cluster-wide widget-operator finalized them, and its uninstall left them stuck).
@@ -57,8 +62,8 @@ func TestUsedAPIsAreTheOwnedAndRequiredKindsAndTheSamplesKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	gizmos.BundleDir = variant
-	if got, err := usedAPIs(gizmos); err != nil || !slices.Equal(got, []string{"gizmo.fixtures.cleanup-e2e.io", "widget.fixtures.cleanup-e2e.io"}) {
-		t.Errorf("used APIs of gizmo-operator without required APIs %v (%v), want the Gizmo it owns and the Widget it required", got, err)
+	if got, err := usedAPIs(gizmos, true); err != nil || !slices.Equal(got.Exclusive, want.Exclusive) || !slices.Equal(got.Shared, want.Shared) {
+		t.Errorf("used APIs of gizmo-operator without required APIs %+v (%v), want %+v: the Gizmo it owns, the Widget it required", got, err, want)
 	}
 }
 
@@ -67,8 +72,8 @@ type recordingLocker struct {
 	events *[]string
 }
 
-func (l recordingLocker) LockAPIs(_ context.Context, apis []string, exclusive bool, _ string) (func(), error) {
-	*l.events = append(*l.events, fmt.Sprintf("lock %v exclusive=%v", apis, exclusive))
+func (l recordingLocker) LockAPIs(_ context.Context, holds cluster.APIHolds, _ string) (func(), error) {
+	*l.events = append(*l.events, fmt.Sprintf("lock exclusive %v shared %v", holds.Exclusive, holds.Shared))
 	return func() { *l.events = append(*l.events, "release") }, nil
 }
 
@@ -96,8 +101,11 @@ func TestAnInstallationHoldsItsAPIsForTheWholeSpec(t *testing.T) {
 		if failure := failureMessage(context.Background(), spec, t.Logf); failure != "" {
 			t.Fatal(failure)
 		}
-		want := []string{fmt.Sprintf("lock [widget.fixtures.cleanup-e2e.io widgetclass.fixtures.cleanup-e2e.io] exclusive=%v",
-			mode == operatorsv1alpha1.InstallModeTypeAllNamespaces),
+		lock := "lock exclusive [] shared [widget.fixtures.cleanup-e2e.io widgetclass.fixtures.cleanup-e2e.io]"
+		if mode == operatorsv1alpha1.InstallModeTypeAllNamespaces {
+			lock = "lock exclusive [widget.fixtures.cleanup-e2e.io widgetclass.fixtures.cleanup-e2e.io] shared []"
+		}
+		want := []string{lock,
 			"create namespace", "create namespace", "delete namespace", "delete namespace", "release"}
 		if !slices.Equal(events, want) {
 			t.Errorf("%s: %q, want %q", mode, events, want)
@@ -106,7 +114,7 @@ func TestAnInstallationHoldsItsAPIsForTheWholeSpec(t *testing.T) {
 }
 
 // HoldAPIsOf holds the bundles' owned and required kinds shared until released, and nothing without a
-// locker; a bundle it cannot read fails naming it.
+// locker; a bundle it cannot read fails naming it. HoldAPIsExclusivelyOf takes the owned ones exclusively.
 func TestHoldAPIsOfHoldsTheBundlesKindsShared(t *testing.T) {
 	var events []string
 	release, err := HoldAPIsOf(context.Background(), recordingLocker{&events}, "spec X", bundles.Dir("gizmo-operator", "v0.1.0"))
@@ -114,7 +122,7 @@ func TestHoldAPIsOfHoldsTheBundlesKindsShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
-	want := []string{"lock [gizmo.fixtures.cleanup-e2e.io widget.fixtures.cleanup-e2e.io] exclusive=false", "release"}
+	want := []string{"lock exclusive [] shared [gizmo.fixtures.cleanup-e2e.io widget.fixtures.cleanup-e2e.io]", "release"}
 	if !slices.Equal(events, want) {
 		t.Errorf("events %q, want %q", events, want)
 	}
@@ -123,5 +131,17 @@ func TestHoldAPIsOfHoldsTheBundlesKindsShared(t *testing.T) {
 	}
 	if _, err := HoldAPIsOf(context.Background(), recordingLocker{&events}, "spec X", "/no/such/bundle"); err == nil || !strings.Contains(err.Error(), "/no/such/bundle") {
 		t.Errorf("an unreadable bundle: error %v, want one naming it", err)
+	}
+	// HoldAPIsExclusivelyOf: the kinds the CSV owns (whose CRDs the spec deletes) exclusively, those it
+	// requires shared.
+	events = nil
+	release, err = HoldAPIsExclusivelyOf(context.Background(), recordingLocker{&events}, "spec X", bundles.Dir("gizmo-operator", "v0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	want = []string{"lock exclusive [gizmo.fixtures.cleanup-e2e.io] shared [widget.fixtures.cleanup-e2e.io]", "release"}
+	if !slices.Equal(events, want) {
+		t.Errorf("HoldAPIsExclusivelyOf: events %q, want %q", events, want)
 	}
 }

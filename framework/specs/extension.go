@@ -57,9 +57,9 @@ type Extension struct {
 	before  *leftovers.Snapshot
 }
 
-// NewExtension starts an OLM v1 installation in test t: it holds the operator's APIs exclusively and
-// makes two namespaces (deleted when the test ends). Install, CreateOperands and the uninstall steps
-// follow.
+// NewExtension starts an OLM v1 installation in test t: it holds the kinds the operator owns
+// exclusively and those it requires shared (usedAPIs), and makes two namespaces (deleted when the
+// test ends). Install, CreateOperands and the uninstall steps follow.
 func NewExtension(ctx context.Context, t T, in OperandCleanupSpecInput) *Extension {
 	g := t.Gomega()
 	g.Expect(in.defaults()).To(gomega.Succeed())
@@ -70,12 +70,12 @@ func NewExtension(ctx context.Context, t T, in OperandCleanupSpecInput) *Extensi
 		}
 	}
 	if locker := in.Environment().APIs; locker != nil {
-		apis, err := usedAPIs(in)
+		holds, err := usedAPIs(in, true) // the uninstall deletes the CRDs of the kinds it owns
 		g.Expect(err).NotTo(HaveOccurred())
 		waited := phase(t, "api-locks")
-		done, err := locker.LockAPIs(ctx, apis, true, t.Name())
+		done, err := locker.LockAPIs(ctx, holds, t.Name())
 		waited()
-		g.Expect(err).NotTo(HaveOccurred(), "lock the APIs %v of %s on the shared cluster", apis, in.Name)
+		g.Expect(err).NotTo(HaveOccurred(), "lock the APIs %+v of %s on the shared cluster", holds, in.Name)
 		t.Cleanup(func(context.Context) { done() })
 	}
 	defer phase(t, "namespaces")()

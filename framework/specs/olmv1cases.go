@@ -15,8 +15,9 @@ import (
 
 // DescribeOLMv1Uninstall declares the OLM v1 uninstall cases for one operator (OLMv1Cases) as a Ginkgo
 // container, next to (or instead of) DescribeOperandCleanup, with the same input: the cluster's stack
-// needs OLM v1 (stack.ForOLMv1Uninstall(), or Components.OLMv1). Each case holds its operator's APIs
-// exclusively, so they run one at a time and never beside an OLM v0 case of the same operator.
+// needs OLM v1 (stack.ForOLMv1Uninstall(), or Components.OLMv1). Each case holds the kinds its operator
+// owns exclusively (the uninstall deletes their CRDs), so they run one at a time and never beside an
+// OLM v0 case of the same operator; the kinds it requires it holds shared.
 //
 //	var _ = specs.DescribeOLMv1Uninstall(specs.OperandCleanupSpecInput{...})
 //

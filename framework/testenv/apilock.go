@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 )
 
 // API locks let a spec that acts on every namespace, but only on some APIs, run beside other runs'
@@ -21,9 +23,10 @@ import (
 // One flock per cluster and API (kind.group), next to the run lock. Rules:
 //   - a spec that installs an operator or makes objects of a kind holds that API shared, from before
 //     its namespaces exist until its cleanups ran (specs.Installation);
-//   - a spec whose cleanup reaches every namespace holds its APIs exclusively for as long;
-//   - a spec takes its APIs in sorted order and takes no other lock while it holds them, so two specs
-//     cannot wait for each other;
+//   - a spec whose cleanup reaches every namespace holds exclusively, for as long, the APIs whose
+//     objects or CRDs it deletes there (the kinds its operator owns), and the others it uses shared;
+//   - a spec takes its APIs in one call, in sorted order whatever the mode of each, and takes no other
+//     lock while it holds them, so two specs cannot wait for each other;
 //   - an exclusive wait holds the API's turnstile, and shared holds queue at it: specs are short, so the
 //     exclusive one gets in as soon as the specs in flight end (a stream of them cannot starve it).
 //
@@ -63,15 +66,20 @@ func newAPILocker(runLock string, log logr.Logger) *apiLocker {
 	return &apiLocker{locks: processAPILocks, prefix: strings.TrimSuffix(runLock, ".lock"), log: log}
 }
 
-// LockAPIs implements cluster.APILocker.
-func (a *apiLocker) LockAPIs(ctx context.Context, apis []string, exclusive bool, why string) (done func(), err error) {
-	apis = slices.Clone(apis)
+// LockAPIs implements cluster.APILocker: every API of holds in sorted order, each in its own mode, so
+// that the order rule holds whatever mix of modes specs ask for.
+func (a *apiLocker) LockAPIs(ctx context.Context, holds cluster.APIHolds, why string) (done func(), err error) {
+	apis := slices.Concat(holds.Exclusive, holds.Shared)
 	slices.Sort(apis)
 	apis = slices.Compact(apis)
-	var held []*apiLock
+	type hold struct {
+		lock      *apiLock
+		exclusive bool
+	}
+	var held []hold
 	release := func() {
 		for i := len(held) - 1; i >= 0; i-- {
-			held[i].release(exclusive)
+			held[i].lock.release(held[i].exclusive)
 		}
 	}
 	for _, api := range apis {
@@ -79,15 +87,16 @@ func (a *apiLocker) LockAPIs(ctx context.Context, apis []string, exclusive bool,
 			release()
 			return nil, fmt.Errorf("lock API %q for %s: want kind.group in lower case, e.g. memcached.cache.example.com", api, why)
 		}
+		exclusive := slices.Contains(holds.Exclusive, api)
 		l := a.locks.get(a.prefix + ".api." + api + ".lock")
 		if err := l.acquire(ctx, a.log, exclusive, why); err != nil {
 			release()
 			return nil, err
 		}
-		held = append(held, l)
+		held = append(held, hold{l, exclusive})
 	}
-	if exclusive && len(apis) > 0 {
-		a.log.Info("holds the APIs exclusively (no other run's spec uses them meanwhile)", "apis", apis, "for", why)
+	if len(holds.Exclusive) > 0 {
+		a.log.Info("holds APIs exclusively (no other run's spec uses them meanwhile)", "exclusive", holds.Exclusive, "shared", holds.Shared, "for", why)
 	}
 	return sync.OnceFunc(release), nil
 }

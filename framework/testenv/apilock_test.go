@@ -21,9 +21,17 @@ func apiProcess(dir string, log logr.Logger) *apiLocker {
 	return &apiLocker{locks: &apiLocks{paths: map[string]*apiLock{}}, prefix: filepath.Join(dir, "cluster.run"), log: log}
 }
 
+// holdsOf holds apis all exclusively or all shared.
+func holdsOf(exclusive bool, apis ...string) cluster.APIHolds {
+	if exclusive {
+		return cluster.APIHolds{Exclusive: apis}
+	}
+	return cluster.APIHolds{Shared: apis}
+}
+
 func mustLockAPIs(t *testing.T, a *apiLocker, exclusive bool, apis ...string) func() {
 	t.Helper()
-	done, err := a.LockAPIs(context.Background(), apis, exclusive, t.Name())
+	done, err := a.LockAPIs(context.Background(), holdsOf(exclusive, apis...), t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +69,43 @@ func TestAnExclusiveAPIHoldWaitsOnlyForTheSpecsUsingThoseAPIs(t *testing.T) {
 	global()
 	waitShared()
 	other()
+}
+
+// A spec that deletes the kinds it owns everywhere but only uses one it requires (gizmo-operator's
+// OLM v1 uninstall: its Gizmo CRD goes, its Widgets stay) holds the first exclusively and the second
+// shared: another run's spec using the required API goes on beside it, one using the owned API waits
+// for it, and so does an exclusive hold of the required API (whose cleanup would take its Widgets).
+func TestAMixedHoldSharesOnlyItsSharedAPIs(t *testing.T) {
+	dir := t.TempDir()
+	gizmos, widgets := apiProcess(dir, logr.Discard()), apiProcess(dir, logr.Discard())
+	mixed, err := gizmos.LockAPIs(context.Background(),
+		cluster.APIHolds{Exclusive: []string{"gizmo.fixtures.io"}, Shared: []string{"widget.fixtures.io"}}, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, 10*time.Second, "a spec of another run using the API the mixed hold shares", func() {
+		mustLockAPIs(t, widgets, false, "widget.fixtures.io")()
+	})
+	waitOwned := blocked(t, "a spec using the API the mixed hold has exclusively", func() {
+		mustLockAPIs(t, widgets, false, "gizmo.fixtures.io")()
+	})
+	waitRequired := blocked(t, "an exclusive hold of the API the mixed hold shares", func() {
+		mustLockAPIs(t, widgets, true, "widget.fixtures.io")()
+	})
+	mixed()
+	waitOwned()
+	waitRequired()
+	// An API named in both lists is held exclusively.
+	both, err := gizmos.LockAPIs(context.Background(),
+		cluster.APIHolds{Exclusive: []string{"widget.fixtures.io"}, Shared: []string{"widget.fixtures.io"}}, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitBoth := blocked(t, "a spec using an API named in both lists of a hold", func() {
+		mustLockAPIs(t, widgets, false, "widget.fixtures.io")()
+	})
+	both()
+	waitBoth()
 }
 
 // Specs are short, so an exclusive wait queues the specs that come after it (the API's turnstile):
@@ -102,11 +147,11 @@ func TestAPILocksWithinAProcessAndWaitsThatEnd(t *testing.T) {
 	a()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := p.LockAPIs(ctx, []string{"memcached.cache.example.com"}, true, "global"); err == nil ||
+	if _, err := p.LockAPIs(ctx, holdsOf(true, "memcached.cache.example.com"), "global"); err == nil ||
 		!strings.Contains(err.Error(), "memcached.cache.example.com") {
 		t.Fatalf("an exclusive wait for a hold of its own process that did not end: %v, want an error naming the API", err)
 	}
-	if _, err := other.LockAPIs(ctx, []string{"memcached.cache.example.com"}, true, "global"); err == nil {
+	if _, err := other.LockAPIs(ctx, holdsOf(true, "memcached.cache.example.com"), "global"); err == nil {
 		t.Fatal("another process got the API exclusively while a spec held it shared")
 	}
 	b()
@@ -114,14 +159,14 @@ func TestAPILocksWithinAProcessAndWaitsThatEnd(t *testing.T) {
 		mustLockAPIs(t, other, true, "memcached.cache.example.com")()
 		mustLockAPIs(t, p, true, "memcached.cache.example.com")()
 	})
-	if _, err := p.LockAPIs(context.Background(), []string{"Memcached/x"}, false, "a spec"); err == nil ||
+	if _, err := p.LockAPIs(context.Background(), holdsOf(false, "Memcached/x"), "a spec"); err == nil ||
 		!strings.Contains(err.Error(), "want kind.group") {
 		t.Errorf("a bad API name: %v, want an error saying what an API looks like", err)
 	}
 }
 
 // TestAPILocksRandomizedKeepTheInvariant: processes with specs in parallel take random sets of APIs,
-// shared or exclusive, for a random while; whenever a spec holds an API exclusively no other spec holds
+// each shared or exclusive, for a random while; whenever a spec holds an API exclusively no other spec holds
 // it, and every seed ends (no deadlock). CLEANUP_E2E_SEED=N replays one seed.
 func TestAPILocksRandomizedKeepTheInvariant(t *testing.T) {
 	for seed := range seeds(t, 30) {
@@ -138,14 +183,18 @@ func TestAPILocksRandomizedKeepTheInvariant(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(seed), uint64(p*10+s)))
 					wg.Go(func() {
 						for range 6 {
-							var want []string
+							// a random set of the APIs, each exclusive or shared (an exclusive hold mixes
+							// them: the kinds its operator owns exclusive, those it requires shared)
+							var holds cluster.APIHolds
 							for _, a := range apis {
-								if rng.IntN(2) == 0 {
-									want = append(want, a)
+								switch rng.IntN(4) {
+								case 0:
+									holds.Exclusive = append(holds.Exclusive, a)
+								case 1, 2:
+									holds.Shared = append(holds.Shared, a)
 								}
 							}
-							ex := rng.IntN(3) == 0
-							done, err := proc.LockAPIs(context.Background(), want, ex, fmt.Sprintf("p%d/s%d", p, s))
+							done, err := proc.LockAPIs(context.Background(), holds, fmt.Sprintf("p%d/s%d", p, s))
 							if err != nil {
 								mu.Lock()
 								violations = append(violations, err.Error())
@@ -153,26 +202,27 @@ func TestAPILocksRandomizedKeepTheInvariant(t *testing.T) {
 								return
 							}
 							mu.Lock()
-							for _, a := range want {
-								if exclusive[a] > 0 || (ex && shared[a] > 0) {
-									violations = append(violations, fmt.Sprintf("p%d/s%d took %s (exclusive %v) while %d held it exclusively and %d shared",
-										p, s, a, ex, exclusive[a], shared[a]))
+							for _, a := range holds.Exclusive {
+								if exclusive[a] > 0 || shared[a] > 0 {
+									violations = append(violations, fmt.Sprintf("p%d/s%d took %s exclusively while %d held it exclusively and %d shared",
+										p, s, a, exclusive[a], shared[a]))
 								}
-								if ex {
-									exclusive[a]++
-								} else {
-									shared[a]++
+								exclusive[a]++
+							}
+							for _, a := range holds.Shared {
+								if exclusive[a] > 0 {
+									violations = append(violations, fmt.Sprintf("p%d/s%d took %s shared while %d held it exclusively", p, s, a, exclusive[a]))
 								}
+								shared[a]++
 							}
 							mu.Unlock()
 							time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
 							mu.Lock()
-							for _, a := range want {
-								if ex {
-									exclusive[a]--
-								} else {
-									shared[a]--
-								}
+							for _, a := range holds.Exclusive {
+								exclusive[a]--
+							}
+							for _, a := range holds.Shared {
+								shared[a]--
 							}
 							mu.Unlock()
 							done()
