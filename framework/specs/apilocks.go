@@ -89,8 +89,7 @@ func usedAPIs(in OperandCleanupSpecInput, exclusive bool) (cluster.APIHolds, err
 			}
 		}
 	}
-	slices.Sort(others)
-	others = slices.Compact(others)
+	others = sortedUnion(others)
 	if !exclusive {
 		return cluster.APIHolds{Shared: sortedUnion(owned, others)}, nil
 	}
