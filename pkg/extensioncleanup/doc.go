@@ -59,9 +59,10 @@
 //  1. A CR is deleted only by a pass of a ClusterExtension X that, read from the API server at most 1 s
 //     before the Delete, exists with the same UID, is being deleted, carries Finalizer and is opted in
 //     with delete-operands; the CR's kind is one of X's CRDs, not being deleted, that no other
-//     ClusterExtension references and no OLM v0 CSV owns or requires (those are left and named in the
-//     condition); its namespace is one X's operator watches (cluster-scoped only for an operator watching
-//     all namespaces); it is the very object listed (UID precondition).
+//     ClusterExtension references and no OLM v0 CSV owns or requires (the former are left and named in
+//     the condition, the latter block the uninstall: invariant 4); its namespace is one X's operator
+//     watches (cluster-scoped only for an operator watching all namespaces); it is the very object
+//     listed (UID precondition).
 //  2. Nothing is deleted for a ClusterExtension that is not being deleted: an upgrade that drops a CRD is
 //     helm's own Delete (the holder's reference does not stop an explicit Delete), and the CRD's CRs are
 //     left to it: the CRs of a CRD being deleted are never deleted by this controller, but an uninstall
@@ -70,7 +71,10 @@
 //  3. No Delete goes out while none of X's Deployments has an available replica: the condition says
 //     OperatorNotRunning or OperatorGone, naming the Deployment, and a Warning event repeats it.
 //  4. The operator is let go (holds released, Finalizer removed) only after a pass found nothing pending
-//     and a live list confirms that no CR of the plan is left. A CR another finalizer holds keeps X for as
+//     and a live list confirms that no CR of the plan is left, and never while an OLM v0 CSV owns or
+//     requires one of X's CRDs: OLM v0 never deletes a CRD, but the GC deletes this one, and every CR of
+//     it, once X is gone, and those CRs are not X's alone to delete first (CleanupBlocked names the CSV
+//     until it no longer claims the CRD; an opt-out releases, as always). A CR another finalizer holds keeps X for as
 //     long as it stays; after Options.StallTimeout the condition (CleanupStalled) and a Warning event name
 //     it and its finalizers.
 //  5. An opt-out is the user's explicit release: nothing more is deleted, everything is released at once.

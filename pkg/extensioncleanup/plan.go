@@ -27,6 +27,10 @@ type plan struct {
 	// controller, but they keep the uninstall pending like any other, so that their operator is not let
 	// go while it still has them to finalize.
 	waited map[schema.GroupKind]bool
+	// blocked: the extension's CRDs an OLM v0 CSV also owns or requires ("crd (CSV ns/name)"). Their
+	// CRs may be that operator's, so they are never deleted; but the garbage collector deletes the CRD,
+	// and every CR of it, with the ClusterExtension, so the operator is not let go either (invariant 4).
+	blocked []string
 	// all: the operator watches every namespace; else namespaces.
 	all        bool
 	namespaces []string
@@ -122,13 +126,13 @@ func (p *plan) key() string {
 		gks = append(gks, fmt.Sprintf("%s:%t:waited", gk, ns))
 	}
 	sort.Strings(gks)
-	return strings.Join(gks, ";") + "|" + p.scope()
+	return strings.Join(gks, ";") + "|" + p.scope() + "|" + strings.Join(p.blocked, ";")
 }
 
 // buildPlan reads, live, the CRDs the extension owns and its operator's watched namespaces (the
 // olm.targetNamespaces annotation operator-controller puts on each Deployment's pod template; "" or
-// absent: all namespaces, v1.2.0's default). A CRD another ClusterExtension or an OLM v0 CSV also
-// claims is left out and named in the notes.
+// absent: all namespaces, v1.2.0's default). A CRD another ClusterExtension also claims is left out
+// (its reference keeps the CRD) and named in the notes; one an OLM v0 CSV claims blocks the uninstall.
 func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (*plan, error) {
 	p := &plan{allowed: map[schema.GroupKind]bool{}, waited: map[schema.GroupKind]bool{}, all: true}
 	deps, err := r.installed(ctx, ce, holderUID, deploymentGVK)
@@ -171,7 +175,7 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 			continue
 		}
 		if by := claimed[m.Name]; by != "" {
-			shared = append(shared, m.Name+" (CSV "+by+")")
+			p.blocked = append(p.blocked, m.Name+" (CSV "+by+")")
 			continue
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -198,6 +202,7 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 		p.types = append(p.types, cleanuppass.Type{GVK: gk.WithVersion(version), Namespaced: namespaced})
 	}
 	sort.Slice(p.types, func(i, j int) bool { return p.types[i].GVK.String() < p.types[j].GVK.String() })
+	sort.Strings(p.blocked)
 	if len(shared) > 0 {
 		sort.Strings(shared)
 		p.notes = append(p.notes, "CRDs also claimed elsewhere, their CRs left in place: "+strings.Join(shared, ", "))

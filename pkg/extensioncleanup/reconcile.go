@@ -236,6 +236,15 @@ func (r *Reconciler) cleanup(ctx context.Context, ce *unstructured.Unstructured,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if len(p.blocked) > 0 {
+		// Nothing deleted, nothing released: either would lose CRs (invariant 4).
+		msg := "CRDs also claimed by an OLM v0 CSV: " + strings.Join(p.blocked, ", ") + "; their CRs may be that " +
+			"operator's, so none is deleted, and releasing would let the garbage collector delete the CRDs, and every CR " +
+			"of them, with this operator gone; the uninstall waits until no CSV owns or requires them (or opt out: " +
+			"annotation " + UninstallAnnotation + " removed, and the uninstall goes as upstream's)"
+		r.warnOnce(ctx, ce, ReasonBlocked, msg)
+		return ctrl.Result{RequeueAfter: r.opts.PollInterval}, r.setCondition(ctx, ce, ReasonBlocked, msg)
+	}
 	if trouble, err := r.operatorTrouble(ctx, ce, holder.UID); err != nil {
 		return ctrl.Result{}, err
 	} else if trouble.reason != "" {
