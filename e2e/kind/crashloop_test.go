@@ -11,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
@@ -26,21 +28,25 @@ import (
 var _ = runsPods && Describe("an operator that exits at start", Label("crash-loop", "widget-operator"), func() {
 	It("fails the install naming its own error line, read from its previous container", func(ctx context.Context) {
 		ns := "crashloop-" + utilrand.String(5)
+		dir := bundles.Dir(widget.Name, "v0.1.0")
+		b, err := bundle.Load(dir)
+		Expect(err).NotTo(HaveOccurred())
+		// Its own OperatorGroup owns widget-operator's APIs: no AllNamespaces install of them meanwhile.
+		release, err := specs.HoldAPIsOf(ctx, apis, CurrentSpecReport().FullText(), dir)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(release) // registered first, so it runs last: once the CSV below is gone
 		DeferCleanup(func(ctx context.Context) {
 			if CurrentSpecReport().Failed() {
 				dir, err := artifacts.Collect(ctx, artifacts.CollectInput{Client: k8s, Provider: provider, Namespaces: []string{ns}, Spec: CurrentSpecReport().FullText()})
 				AddReportEntry("artifacts", dir, err)
 			}
+			// The failed CSV still owns widget-operator's CRDs: left to the namespace's deletion after the
+			// release, an OLM v1 uninstall holding those APIs next met its claim (CleanupBlocked).
+			csv := &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.CSV.Name}}
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, csv))).To(Succeed())
+			Expect(olm.WaitForCSVGone(ctx, k8s, client.ObjectKeyFromObject(csv), intervals.Get(intervals.Gone))).To(Succeed())
 			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		})
-		dir := bundles.Dir(widget.Name, "v0.1.0")
-		// Its own OperatorGroup owns widget-operator's APIs: no AllNamespaces install of them meanwhile.
-		release, err := specs.HoldAPIsOf(ctx, apis, CurrentSpecReport().FullText(), dir)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(release)
-
-		b, err := bundle.Load(dir)
-		Expect(err).NotTo(HaveOccurred())
 		deployment := &b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0]
 		deployment.Args = append(deployment.Args, "--no-such-flag") // the operator refuses it and exits 1
 		cs, err := kubernetes.NewForConfig(provider.RESTConfig())

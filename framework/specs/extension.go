@@ -55,6 +55,9 @@ type Extension struct {
 	logs    olm.PodLogs
 	snapper *leftovers.Snapshotter
 	before  *leftovers.Snapshot
+	// lastConditions are the ClusterExtension's conditions when ExpectUninstalled last saw it: once it
+	// is gone, what the operand-cleanup controller said last (why it let the operator go).
+	lastConditions string
 }
 
 // NewExtension starts an OLM v1 installation in test t: it holds the kinds the operator owns

@@ -67,7 +67,14 @@ func (x *Extension) ExpectUninstalled(ctx context.Context, foreground bool) {
 	timeout := within(x.t, x.in.Timeout)
 	if !foreground {
 		x.g.Eventually(func() error {
-			return x.c.Get(ctx, client.ObjectKeyFromObject(x.ce), x.ce.DeepCopy())
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+			err := x.c.Get(ctx, client.ObjectKeyFromObject(x.ce), live)
+			if err == nil {
+				conds, _ := olmv1.Conditions(live)
+				x.lastConditions = olmv1.DescribeConditions(conds)
+			}
+			return err
 		}).WithContext(ctx).WithTimeout(timeout).Should(matchers.BeGone(), func() string { return x.explainExtensionStays(ctx) })
 	}
 	for _, d := range x.csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {

@@ -41,8 +41,8 @@ func olmv1OptInCases(in OperandCleanupSpecInput) []Case {
 				t.Logf("ClusterExtension %s deleted (%s) with %s; verdicts %s later:\n%s", x.name, policy, UninstallDeleteOperands,
 					time.Since(deleted).Round(time.Millisecond), olmv1.Report(verdicts))
 				t.Gomega().Expect(notFinalized(verdicts)).To(BeEmpty(), "with %s=%s every custom resource must be finalized by its "+
-					"operator before the ClusterExtension goes (the controller's condition %s on it said why not)", UninstallAnnotation,
-					UninstallDeleteOperands, "cleanup-e2e.io/Uninstall")
+					"operator before the ClusterExtension goes; its conditions when last seen (the controller's is %s): %s",
+					UninstallAnnotation, UninstallDeleteOperands, "cleanup-e2e.io/Uninstall", x.lastConditions)
 				x.ExpectCRDsGone(ctx)
 				x.ExpectNoLeftovers(ctx)
 			}}
