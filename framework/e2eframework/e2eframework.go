@@ -7,13 +7,17 @@
 //	var cluster = e2eframework.New(testenv.Config{Name: "my-operator", Stack: stack.ForOperandCleanup(), ...})
 //
 //	func TestMain(m *testing.M) {
-//		testEnv := env.New()
+//		cfg, err := envconf.NewFromFlags() // e2e-framework's flags (--labels, ...); env.New() reads none
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		testEnv = env.NewWithConfig(cfg.WithParallelTestEnabled())
 //		testEnv.Setup(cluster.Setup).Finish(cluster.Finish)
 //		os.Exit(testEnv.Run(m))
 //	}
 //
 //	func TestUninstall(t *testing.T) {
-//		testEnv.Test(t, cluster.MustOperandCleanupFeatures(t, specs.OperandCleanupSpecInput{...})...)
+//		testEnv.TestInParallel(t, cluster.MustOperandCleanupFeatures(t, specs.OperandCleanupSpecInput{...})...)
 //	}
 package e2eframework
 
@@ -94,8 +98,9 @@ func (c *Cluster) Alone(ctx context.Context, why string) (done func(), err error
 // OperandCleanupFeatures are the documented operand-cleanup cases for the operator in describes (the
 // cases of specs.DescribeOperandCleanup), one feature each, labelled like the Ginkgo specs
 // ("operand-cleanup", the operator's name, each case's labels, its install mode). in.Environment
-// defaults to this cluster. env.TestInParallel may run them side by side: a case in AllNamespaces
-// mode, whose cleanup is cluster-wide, holds its operator's APIs exclusively (cluster.APILocker).
+// defaults to this cluster. TestInParallel may run them side by side (once the environment's config
+// enables parallel runs): a case in AllNamespaces mode, whose cleanup is cluster-wide, holds its
+// operator's APIs exclusively (cluster.APILocker).
 func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]types.Feature, error) {
 	if in.Environment == nil {
 		in.Environment = c.Environment
@@ -111,7 +116,7 @@ func (c *Cluster) OperandCleanupFeatures(in specs.OperandCleanupSpecInput) ([]ty
 // specs.DescribeOLMv1Uninstall), one feature each, labelled "olmv1", the operator's name and each
 // case's labels. The cluster's stack needs OLM v1 (stack.ForOLMv1Uninstall()). Each case holds its
 // operator's APIs exclusively (cluster.APILocker), so they run one after the other even under
-// env.TestInParallel.
+// TestInParallel.
 func (c *Cluster) OLMv1UninstallFeatures(in specs.OperandCleanupSpecInput) ([]types.Feature, error) {
 	if in.Environment == nil {
 		in.Environment = c.Environment

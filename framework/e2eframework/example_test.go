@@ -1,11 +1,13 @@
 package e2eframework_test
 
 import (
+	"log"
 	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/e2eframework"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/localruntime"
@@ -29,17 +31,24 @@ func Example() {
 		Stack:    stack.ForOperandCleanup(),
 		Schemes:  []func(*runtime.Scheme) error{ /* myv1.AddToScheme */ },
 	})
-	testEnv := env.New()
+	var testEnv env.Environment
 
 	// func TestMain(m *testing.M)
 	testMain := func(m *testing.M) {
+		// e2e-framework's flags (go test ./... -args --labels case=cleanup-abort); env.New() reads none
+		cfg, err := envconf.NewFromFlags()
+		if err != nil {
+			log.Fatal(err)
+		}
+		// the cases side by side (TestInParallel): those that must not overlap lock their APIs
+		testEnv = env.NewWithConfig(cfg.WithParallelTestEnabled())
 		testEnv.Setup(cluster.Setup).Finish(cluster.Finish)
 		os.Exit(testEnv.Run(m))
 	}
 
 	// func TestUninstall(t *testing.T)
 	testUninstall := func(t *testing.T) {
-		testEnv.Test(t, cluster.MustOperandCleanupFeatures(t, specs.OperandCleanupSpecInput{
+		testEnv.TestInParallel(t, cluster.MustOperandCleanupFeatures(t, specs.OperandCleanupSpecInput{
 			Environment: cluster.Environment,
 			Name:        "my-operator",
 			BundleDir:   "../../bundle",

@@ -5,10 +5,12 @@
 package uninstalle2eframework
 
 import (
+	"log"
 	"os"
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/e2eframework"
 
@@ -21,16 +23,23 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testEnv = env.New()
+	// e2e-framework's flags select the features (go test ./... -args --labels case=abort).
+	cfg, err := envconf.NewFromFlags()
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The cases run side by side (TestInParallel): each holds the APIs it uses, an AllNamespaces or
+	// OLM v1 case its operator's kinds exclusively, so the cases that must not overlap take turns.
+	testEnv = env.NewWithConfig(cfg.WithParallelTestEnabled())
 	testEnv.Setup(cluster.Setup).Finish(cluster.Finish)
 	os.Exit(testEnv.Run(m))
 }
 
 func TestUninstall(t *testing.T) {
-	testEnv.Test(t, cluster.MustOperandCleanupFeatures(t, operator.Uninstall(cluster.Environment))...)
+	testEnv.TestInParallel(t, cluster.MustOperandCleanupFeatures(t, operator.Uninstall(cluster.Environment))...)
 }
 
 // The same operator under OLM v1.
 func TestOLMv1Uninstall(t *testing.T) {
-	testEnv.Test(t, cluster.MustOLMv1UninstallFeatures(t, operator.Uninstall(cluster.Environment))...)
+	testEnv.TestInParallel(t, cluster.MustOLMv1UninstallFeatures(t, operator.Uninstall(cluster.Environment))...)
 }
