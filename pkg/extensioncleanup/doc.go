@@ -74,9 +74,9 @@
 //     and a live list confirms that no CR of the plan is left, and never while an OLM v0 CSV owns or
 //     requires one of X's CRDs: OLM v0 never deletes a CRD, but the GC deletes this one, and every CR of
 //     it, once X is gone, and those CRs are not X's alone to delete first (CleanupBlocked names the CSV
-//     until it no longer claims the CRD; an opt-out releases, as always). A CR another finalizer holds keeps X for as
-//     long as it stays; after Options.StallTimeout the condition (CleanupStalled) and a Warning event name
-//     it and its finalizers.
+//     until it no longer claims the CRD; an opt-out releases, as always). A CR another finalizer holds
+//     keeps X for as long as it stays; after Options.StallTimeout the condition (CleanupStalled) and a
+//     Warning event name it and its finalizers.
 //  5. An opt-out is the user's explicit release: nothing more is deleted, everything is released at once.
 //     The controller never writes UninstallAnnotation.
 //  6. Releasing leaves what the GC would have left: no object of X is left with neither X's reference

@@ -23,7 +23,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// e2e-framework's flags select the features (go test ./... -args --labels case=abort).
+	// e2e-framework's flags select the features (go test ./... -args --labels case=cleanup-abort).
 	cfg, err := envconf.NewFromFlags()
 	if err != nil {
 		log.Fatal(err)
