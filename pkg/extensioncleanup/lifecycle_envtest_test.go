@@ -29,7 +29,8 @@ const foreignFinalizer = "example.cleanup-e2e.io/foreign"
 // orphan, a foreign finalizer on a Widget, restarts of the controller and of operator-controller,
 // upgrades to the next widget-operator version, the last one dropping a CRD, a Widget namespace
 // terminated), deletes the ClusterExtension (background or foreground, sometimes opting out in the
-// middle), judges the uninstall against the invariants of pkg/extensioncleanup/doc.go, and installs
+// middle, sometimes with an OLM v0 CSV claiming the Widget CRD until the uninstall says it is
+// blocked), judges the uninstall against the invariants of pkg/extensioncleanup/doc.go, and installs
 // again. A failure prints the list, the shortest failing list found (with CLEANUP_E2E_SHRINK re-runs)
 // and how to replay both. internal/seeded's CLEANUP_E2E_STEPS counts rounds here.
 func TestLifecycle(t *testing.T) {

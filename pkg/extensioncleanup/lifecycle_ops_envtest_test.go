@@ -42,6 +42,9 @@ type lifecycleOp struct {
 	Index   int
 	Policy  metav1.DeletionPropagation
 	OptOut  bool
+	// Legacy (delete-extension): an OLM v0 CSV claims the Widget CRD when the ClusterExtension is
+	// deleted, and is deleted once a delete-operands uninstall has said it is blocked (invariant 4).
+	Legacy bool
 }
 
 func (o lifecycleOp) String() string {
@@ -59,6 +62,9 @@ func (o lifecycleOp) String() string {
 		s += " " + string(o.Policy)
 		if o.OptOut {
 			s += ", opting out in the middle"
+		}
+		if o.Legacy {
+			s += ", an OLM v0 CSV claiming the Widget CRD"
 		}
 	}
 	return s
@@ -91,6 +97,8 @@ var (
 // the last, so that the upgrade that drops a CRD is one to three upgrades away.
 func generate(seed int64, rounds int) (install, []lifecycleOp) {
 	rng := rand.New(rand.NewSource(seed))
+	// Its own source, so that the other draws of a seed stay what they were before it existed.
+	legacy := rand.New(rand.NewSource(seed ^ 0x1e9ac7))
 	mode := modes[rng.Intn(len(modes))]
 	first := install{Mode: mode, Version: versions[rng.Intn(len(versions)-1)]}
 	var ops []lifecycleOp
@@ -112,7 +120,8 @@ func generate(seed int64, rounds int) (install, []lifecycleOp) {
 			}
 			add(o)
 		}
-		add(lifecycleOp{Kind: opUninstall, Policy: policies[rng.Intn(len(policies))], OptOut: cur != "" && rng.Intn(4) == 0})
+		add(lifecycleOp{Kind: opUninstall, Policy: policies[rng.Intn(len(policies))], OptOut: cur != "" && rng.Intn(4) == 0,
+			Legacy: legacy.Intn(3) == 0})
 		if round < rounds-1 {
 			mode = modes[rng.Intn(len(modes))]
 			add(lifecycleOp{Kind: opInstall, Mode: mode, Version: versions[rng.Intn(len(versions)-1)]})

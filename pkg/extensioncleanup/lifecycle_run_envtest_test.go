@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
@@ -204,6 +206,10 @@ func (r *lifecycleRun) checkNothingDeleted(ctx context.Context, when string) {
 func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
 	t, e := r.t, r.e
 	r.checkNothingDeleted(ctx, "the deletion of the ClusterExtension")
+	var csv *unstructured.Unstructured
+	if o.Legacy {
+		csv = e.legacyCSVClaiming(ctx, t, widgetCRD, fmt.Sprintf("widget-operator.v0.0.%d", o.Step))
+	}
 	e.deleteCE(ctx, t, o.Policy)
 	t.Logf("ClusterExtension deleted (%s), opt-in %q", o.Policy, r.mode)
 	if o.OptOut && r.mode != "" {
@@ -211,6 +217,14 @@ func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
 		if e.optOutIfThere(ctx, t) { // an orphan uninstall is often over by now
 			r.mode = ""
 			t.Logf("opted out in the middle of the uninstall")
+		}
+	}
+	if csv != nil {
+		if r.mode == extensioncleanup.ModeDeleteOperands {
+			r.checkBlocked(ctx, o)
+		}
+		if err := e.c.Delete(ctx, csv); err != nil {
+			t.Fatal(err)
 		}
 	}
 	for _, v := range e.judgeUninstall(ctx, t, o.Step, r.mode) {
@@ -226,6 +240,33 @@ func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
 		return
 	}
 	r.rec.Stop()
+}
+
+// checkBlocked: invariant 4, an OLM v0 CSV claiming the Widget CRD blocks a delete-operands uninstall
+// (CleanupBlocked): the operator is not let go, and no Widget is deleted meanwhile.
+func (r *lifecycleRun) checkBlocked(ctx context.Context, o lifecycleOp) {
+	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+		c := r.e.condition(ctx)
+		switch {
+		case c == nil:
+			return true, ""
+		case c.Reason == extensioncleanup.ReasonCompleted:
+			return true, ""
+		}
+		return blockedByTheClaim(c), c.Reason + ": " + c.Message
+	})
+	if err != nil {
+		r.t.Fatalf("step %s: condition %s naming the CSV: %v", o, extensioncleanup.ReasonBlocked, err)
+	}
+	if c := r.e.condition(ctx); c == nil || !blockedByTheClaim(c) {
+		r.violate("step %s: the uninstall went on while an OLM v0 CSV claims the Widget CRD (the GC then deletes every Widget): condition %v", o, c)
+		return
+	}
+	r.checkNothingDeleted(ctx, fmt.Sprintf("the end of step %d's block by an OLM v0 claim", o.Step))
+}
+
+func blockedByTheClaim(c *metav1.Condition) bool {
+	return c.Reason == extensioncleanup.ReasonBlocked && strings.Contains(c.Message, "claimed by an OLM v0 CSV")
 }
 
 // checkOrphanKept: invariant 7. The CRD an orphan uninstall left is the very one (UID) still there,

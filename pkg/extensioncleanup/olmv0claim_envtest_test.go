@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -27,7 +28,7 @@ func TestAnOLMv0ClaimBlocksTheUninstall(t *testing.T) {
 	defer cancel()
 	e := setup(ctx, t, extensioncleanup.ModeDeleteOperands, fast)
 	expectHeld(ctx, t, e)
-	csv := e.legacyCSVClaiming(ctx, t, widgetCRD)
+	csv := e.legacyCSVClaiming(ctx, t, widgetCRD, "widget-operator.v0.0.1")
 
 	deleted := e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
 	var cond metav1.Condition
@@ -68,9 +69,10 @@ func TestAnOLMv0ClaimBlocksTheUninstall(t *testing.T) {
 	e.waitCRDGone(ctx, t)
 }
 
-// legacyCSVClaiming creates OLM v0's CSV CRD and a CSV in a namespace of its own that owns crd, as an
-// OLM v0 install of the same operator would. No OLM runs: only the claim matters to the controller.
-func (e *env) legacyCSVClaiming(ctx context.Context, t *testing.T, crd string) *unstructured.Unstructured {
+// legacyCSVClaiming creates OLM v0's CSV CRD (unless there) and a CSV name in the namespace "legacy"
+// that owns crd, as an OLM v0 install of the same operator would. No OLM runs: only the claim matters
+// to the controller.
+func (e *env) legacyCSVClaiming(ctx context.Context, t *testing.T, crd, name string) *unstructured.Unstructured {
 	t.Helper()
 	all, err := olm.CRDs()
 	if err != nil {
@@ -89,12 +91,12 @@ func (e *env) legacyCSVClaiming(ctx context.Context, t *testing.T, crd string) *
 		t.Fatal(err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legacy"}}
-	if err := e.c.Create(ctx, ns); err != nil {
+	if err := e.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	csv := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-		"metadata": map[string]any{"name": "widget-operator.v0.0.1", "namespace": ns.Name},
+		"metadata": map[string]any{"name": name, "namespace": ns.Name},
 		"spec": map[string]any{
 			"displayName": "widget-operator",
 			"install":     map[string]any{"strategy": "deployment", "spec": map[string]any{"deployments": []any{}}},
