@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -245,28 +244,15 @@ func (r *lifecycleRun) uninstall(ctx context.Context, o lifecycleOp) {
 // checkBlocked: invariant 4, an OLM v0 CSV claiming the Widget CRD blocks a delete-operands uninstall
 // (CleanupBlocked): the operator is not let go, and no Widget is deleted meanwhile.
 func (r *lifecycleRun) checkBlocked(ctx context.Context, o lifecycleOp) {
-	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
-		c := r.e.condition(ctx)
-		switch {
-		case c == nil:
-			return true, ""
-		case c.Reason == extensioncleanup.ReasonCompleted:
-			return true, ""
-		}
-		return blockedByTheClaim(c), c.Reason + ": " + c.Message
-	})
+	c, err := r.e.waitBlockedByTheClaim(ctx)
 	if err != nil {
 		r.t.Fatalf("step %s: condition %s naming the CSV: %v", o, extensioncleanup.ReasonBlocked, err)
 	}
-	if c := r.e.condition(ctx); c == nil || !blockedByTheClaim(c) {
+	if c == nil || !blockedByTheClaim(c) {
 		r.violate("step %s: the uninstall went on while an OLM v0 CSV claims the Widget CRD (the GC then deletes every Widget): condition %v", o, c)
 		return
 	}
 	r.checkNothingDeleted(ctx, fmt.Sprintf("the end of step %d's block by an OLM v0 claim", o.Step))
-}
-
-func blockedByTheClaim(c *metav1.Condition) bool {
-	return c.Reason == extensioncleanup.ReasonBlocked && strings.Contains(c.Message, "claimed by an OLM v0 CSV")
 }
 
 // checkOrphanKept: invariant 7. The CRD an orphan uninstall left is the very one (UID) still there,

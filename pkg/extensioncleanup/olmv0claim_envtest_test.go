@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
@@ -31,24 +32,21 @@ func TestAnOLMv0ClaimBlocksTheUninstall(t *testing.T) {
 	csv := e.legacyCSVClaiming(ctx, t, widgetCRD, "widget-operator.v0.0.1")
 
 	deleted := e.deleteCE(ctx, t, metav1.DeletePropagationBackground)
-	var cond metav1.Condition
-	waitFor(ctx, t, "condition "+extensioncleanup.ReasonBlocked+" naming the CSV", func() (bool, string) {
-		c := e.condition(ctx)
-		switch {
-		case c == nil:
-			t.Fatal("the ClusterExtension went (or lost its condition) while an OLM v0 CSV claims its CRD")
-		case c.Reason == extensioncleanup.ReasonCompleted:
-			t.Fatalf("the operator was let go while an OLM v0 CSV claims its CRD (the GC then deletes every Widget): %s", c.Message)
-		}
-		cond = *c
-		return c.Reason == extensioncleanup.ReasonBlocked, c.Reason + ": " + c.Message
-	})
+	cond, err := e.waitBlockedByTheClaim(ctx)
+	switch {
+	case err != nil:
+		t.Fatalf("condition %s naming the CSV: %v", extensioncleanup.ReasonBlocked, err)
+	case cond == nil:
+		t.Fatal("the ClusterExtension went (or lost its condition) while an OLM v0 CSV claims its CRD")
+	case !blockedByTheClaim(cond):
+		t.Fatalf("the operator was let go while an OLM v0 CSV claims its CRD (the GC then deletes every Widget): %s: %s", cond.Reason, cond.Message)
+	}
 	if want := csv.GetNamespace() + "/" + csv.GetName(); !strings.Contains(cond.Message, want) || !strings.Contains(cond.Message, widgetCRD) {
 		t.Errorf("condition %s: %q, want it to name CRD %s and CSV %s", cond.Reason, cond.Message, widgetCRD, want)
 	}
 	// Still blocked several passes later (no event marks "still"): nothing deleted, nothing released.
 	time.Sleep(5 * fast.PollInterval)
-	if c := e.condition(ctx); c == nil || c.Reason != extensioncleanup.ReasonBlocked {
+	if c := e.condition(ctx); c == nil || !blockedByTheClaim(c) {
 		t.Errorf("condition while the CSV claims the CRD: %v, want reason %s", c, extensioncleanup.ReasonBlocked)
 	}
 	if ce := e.liveCE(ctx); ce == nil {
@@ -67,6 +65,24 @@ func TestAnOLMv0ClaimBlocksTheUninstall(t *testing.T) {
 	e.waitSettled(ctx, t, deleted)
 	e.expectAllFinalized(ctx, t, "an ordered uninstall once the OLM v0 CSV claiming its CRD went")
 	e.waitCRDGone(ctx, t)
+}
+
+// waitBlockedByTheClaim waits until the controller says an OLM v0 claim blocks the uninstall, and
+// returns the condition seen last: nil or CleanupCompleted end the wait early (the operator was let go).
+func (e *env) waitBlockedByTheClaim(ctx context.Context) (*metav1.Condition, error) {
+	var last *metav1.Condition
+	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+		last = e.condition(ctx)
+		if last == nil || last.Reason == extensioncleanup.ReasonCompleted {
+			return true, ""
+		}
+		return blockedByTheClaim(last), last.Reason + ": " + last.Message
+	})
+	return last, err
+}
+
+func blockedByTheClaim(c *metav1.Condition) bool {
+	return c.Reason == extensioncleanup.ReasonBlocked && strings.Contains(c.Message, "claimed by an OLM v0 CSV")
 }
 
 // legacyCSVClaiming creates OLM v0's CSV CRD (unless there) and a CSV name in the namespace "legacy"
