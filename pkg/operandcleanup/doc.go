@@ -72,7 +72,9 @@
 //  2. X is the whole installation: the CSV X replaces (spec.replaces) does not exist any more or is being
 //     deleted. Otherwise deleting X is an aborted upgrade, not an uninstall: nothing is deleted.
 //  3. No other installation serves the operand: no other CSV anywhere (not copied, not being deleted) owns
-//     its CRD with the operand's namespace among its targets (for cluster-scoped types: owns it at all).
+//     its CRD with the operand's namespace among its targets (for cluster-scoped types: owns it at all),
+//     and no OLM v1 ClusterExtension installed the CRD too (its reference on the CRD, or the hold of its
+//     ordered uninstall: counted as serving every namespace, extensionClaim).
 //     Such operands are left in place and named in the status message. One whose targets OLM has not
 //     set yet blocks the cleanup until it has (nothing is deleted meanwhile); one OLM failed for want
 //     of a single OperatorGroup counts as serving every namespace.

@@ -1,6 +1,7 @@
 package operandcleanup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sort"
@@ -23,6 +24,7 @@ import (
 type widgetsReader struct {
 	csvs    []v1alpha1.ClusterServiceVersion
 	widgets []metav1.PartialObjectMetadata
+	crd     *apiextensionsv1.CustomResourceDefinition // widgetsCRD when nil
 }
 
 var widgetsCRD = &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.g"},
@@ -32,7 +34,7 @@ var widgetsCRD = &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.Ob
 
 func (s *widgetsReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	if c, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok && key.Name == widgetsCRD.Name {
-		*c = *widgetsCRD.DeepCopy()
+		*c = *cmp.Or(s.crd, widgetsCRD).DeepCopy()
 		return nil
 	}
 	return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
@@ -155,5 +157,56 @@ func TestAnInstallationOLMHasNotPlacedYetBlocksThePlan(t *testing.T) {
 	}
 	if p.allows(schema.GroupKind{Group: "g", Kind: "Widget"}, "team-a") == nil {
 		t.Fatalf("a widget CSV OLM failed for want of an OperatorGroup counts as global: want team-a's widgets left in place (notes %q)", p.notes)
+	}
+}
+
+// A CRD an OLM v1 ClusterExtension also installed (its controller reference, or the hold of its ordered
+// uninstall) is another installation serving its CRs everywhere (invariant 3): an OLM v0 CSV owning
+// the same CRD deletes none of them. A CRD an orphan uninstall left behind, or a reference to another
+// group's ClusterExtension kind, claims nothing.
+func TestACRDAClusterExtensionInstalledIsAnotherInstallation(t *testing.T) {
+	ce := metav1.OwnerReference{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension", Name: "widgets", UID: "ce", Controller: ptrTo(true)}
+	withMeta := func(refs []metav1.OwnerReference, labels, annotations map[string]string) *apiextensionsv1.CustomResourceDefinition {
+		c := widgetsCRD.DeepCopy()
+		c.OwnerReferences, c.Labels, c.Annotations = refs, labels, annotations
+		return c
+	}
+	for _, c := range []struct {
+		name  string
+		crd   *apiextensionsv1.CustomResourceDefinition
+		claim string // in the notes; "" when the plan may delete the widgets
+	}{
+		{name: "installed by a ClusterExtension", crd: withMeta([]metav1.OwnerReference{ce}, nil, nil), claim: "also served by ClusterExtension widgets"},
+		{name: "held by its ordered uninstall", crd: withMeta(nil, map[string]string{extensionNameLabel: "widgets"}, map[string]string{"cleanup-e2e.io/held-by": "holder-uid"}),
+			claim: "also served by ClusterExtension widgets (its ordered uninstall)"},
+		{name: "left behind by an orphan uninstall", crd: withMeta(nil, map[string]string{extensionNameLabel: "widgets"}, map[string]string{"cleanup-e2e.io/orphaned-from": "widgets/ce"})},
+		{name: "another group's ClusterExtension", crd: withMeta([]metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "ClusterExtension", Name: "widgets", UID: "x"}}, nil, nil)},
+	} {
+		for _, targets := range []string{"", "team-a"} {
+			t.Run(c.name+", targets "+cmp.Or(targets, "all"), func(t *testing.T) {
+				ctx := context.Background()
+				csv := widgetCSV("op", "x", targets)
+				s := &widgetsReader{csvs: []v1alpha1.ClusterServiceVersion{csv}, widgets: []metav1.PartialObjectMetadata{widgetIn("team-a", "w1")}, crd: c.crd}
+				p, err := buildPlan(ctx, s, s, &csv, parseTargets(targets, "test"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				notes := strings.Join(p.notes, "; ")
+				allowed := p.allows(schema.GroupKind{Group: "g", Kind: "Widget"}, "team-a")
+				if c.claim == "" {
+					if allowed != nil {
+						t.Fatalf("the plan may not delete team-a's widgets: %v (notes %q); nothing else serves them", allowed, notes)
+					}
+					return
+				}
+				if allowed == nil || !strings.Contains(notes, c.claim) {
+					t.Fatalf("team-a's widgets: allowed = %v, notes %q; want them left in place, the notes saying %q", allowed, notes, c.claim)
+				}
+				r := &Reconciler{opts: Options{}.withDefaults(), live: s, deleteSem: make(chan struct{}, 4), pageSize: 2}
+				if res, err := r.runPass(ctx, &csv, p); err != nil || res.Deleted != 0 || res.Pending != 0 {
+					t.Fatalf("the pass: deleted %d, pending %d, %v; want nothing deleted, nothing pending", res.Deleted, res.Pending, err)
+				}
+			})
+		}
 	}
 }

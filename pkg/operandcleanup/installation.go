@@ -9,12 +9,15 @@ import (
 	"sync/atomic"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
 // An operator installation can be made of several CSVs at once: during an upgrade the predecessor keeps
@@ -102,7 +105,7 @@ func sharedOperands(ctx context.Context, r client.Reader, csv *v1alpha1.ClusterS
 			return err
 		}
 		for _, t := range shared {
-			p.exclude(t, ot, keyOf(other))
+			p.exclude(t, ot, "CSV "+keyOf(other).String())
 		}
 	}
 	return nil
@@ -114,12 +117,12 @@ type exclusion struct {
 	// installation owns it.
 	all        bool
 	namespaces map[string]bool
-	by         map[string]bool // "<ns>/<csv>" of those installations
+	by         map[string]bool // those installations: "CSV <ns>/<name>", "ClusterExtension <name>"
 }
 
 // exclude records that the installation by (with targets ot) also serves type t, for the namespaces the
 // plan's targets when the uninstall began (a superset of its current ones) and ot have in common.
-func (p *plan) exclude(t operandType, ot targets, by types.NamespacedName) {
+func (p *plan) exclude(t operandType, ot targets, by string) {
 	gk := t.gvk.GroupKind()
 	ex := p.excluded[gk]
 	if ex == nil {
@@ -143,7 +146,7 @@ func (p *plan) exclude(t operandType, ot targets, by types.NamespacedName) {
 	if !serves {
 		return
 	}
-	ex.by[by.String()] = true
+	ex.by[by] = true
 	if p.excluded == nil {
 		p.excluded = map[schema.GroupKind]*exclusion{}
 	}
@@ -167,7 +170,7 @@ func (p *plan) exclusionNotes() []string {
 		if !ex.all {
 			where = "in " + joinCapped(keys(ex.namespaces))
 		}
-		out = append(out, fmt.Sprintf("%s %s left in place: also served by CSV %s", gk, where, joinCapped(keys(ex.by))))
+		out = append(out, fmt.Sprintf("%s %s left in place: also served by %s", gk, where, joinCapped(keys(ex.by))))
 	}
 	return out
 }
@@ -184,3 +187,29 @@ func keys(m map[string]bool) []string {
 	}
 	return out
 }
+
+// extensionClaim names the OLM v1 installation that also installed crd ("ClusterExtension <name>"), or
+// "" if none: operator-controller gives every object it installs a controller reference to its
+// ClusterExtension, and an ordered uninstall of the extension (pkg/extensioncleanup) holds the CRD,
+// marked HeldByAnnotation, while that operator still finalizes CRs. Its operator serves the CRD's CRs
+// wherever it watches, which the CRD does not say: counted as every namespace (OLM v1's default), so a
+// narrower extension leaves more in place, never less. A CRD an orphan uninstall left behind
+// (OrphanedFromAnnotation, no owner) has no installation left and claims nothing.
+func extensionClaim(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, ref := range crd.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err == nil && gv.Group == extensioncleanup.ClusterExtensionGVK.Group && ref.Kind == extensioncleanup.ClusterExtensionGVK.Kind {
+			return "ClusterExtension " + ref.Name
+		}
+	}
+	if _, held := crd.Annotations[extensioncleanup.HeldByAnnotation]; held {
+		if name := crd.Labels[extensionNameLabel]; name != "" {
+			return "ClusterExtension " + name + " (its ordered uninstall)"
+		}
+		return "a ClusterExtension's ordered uninstall"
+	}
+	return ""
+}
+
+// extensionNameLabel is operator-controller's label naming the ClusterExtension of an installed object.
+const extensionNameLabel = "olm.operatorframework.io/owner-name"

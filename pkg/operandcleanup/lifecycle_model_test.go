@@ -46,6 +46,11 @@ const (
 	// OperatorGroup, no phase): no cleanup may delete anything until opPlaceOther gives it targets NS.
 	opInstallOtherUnplaced opKind = "install-other-unplaced"
 	opPlaceOther           opKind = "place-other"
+	// opExtensionClaim / opExtensionRelease: an OLM v1 ClusterExtension installs the same CRD (its
+	// controller reference on the CRD) and then lets it go: while it has it, its operator serves the
+	// CRs in every namespace, so no cleanup may delete any.
+	opExtensionClaim   opKind = "extension-claim"
+	opExtensionRelease opKind = "extension-release"
 )
 
 // lifecycleOp is one concrete operation.
@@ -101,13 +106,24 @@ var upgradeEdges = [][2]string{{"op.v1", "op.v2"}, {"op.v2", "op.v3"}, {"op.v1",
 
 // generateSequence draws a mode and n operations from seed. Operations are drawn against the model, so
 // most are applicable; an operation whose precondition no longer holds (after shrinking) is a no-op.
+// The OLM v1 claims are drawn from a source of their own and added between the n operations, so that a
+// seed's other operations stay as they were before those operations existed.
 func generateSequence(seed int64, n int) (string, []lifecycleOp) {
 	rng := rand.New(rand.NewSource(seed))
+	claims := rand.New(rand.NewSource(seed ^ 0x0e47c1a1))
 	mode := modeNames[rng.Intn(len(modeNames))]
 	m := newModel(installModes[mode])
 	var ops []lifecycleOp
 	widgets := 0
-	for len(ops) < n {
+	for drawn := 0; drawn < n; drawn++ {
+		if claims.Intn(8) == 0 {
+			o := lifecycleOp{Kind: opExtensionClaim}
+			if m.extension {
+				o.Kind = opExtensionRelease
+			}
+			m.apply(o)
+			ops = append(ops, o)
+		}
 		var cands []lifecycleOp
 		add := func(weight int, o lifecycleOp) {
 			for i := 0; i < weight; i++ {
@@ -203,6 +219,8 @@ type lifecycleModel struct {
 	other []string
 	// otherUnplaced: OLM has not given the second installation its targets yet.
 	otherUnplaced bool
+	// extension: an OLM v1 ClusterExtension has installed the CRD too.
+	extension bool
 }
 
 func newModel(targets []string) *lifecycleModel {
@@ -304,6 +322,11 @@ func (m *lifecycleModel) applyOp(o lifecycleOp) bool {
 			return false
 		}
 		m.other, m.otherUnplaced = nil, false
+	case opExtensionClaim, opExtensionRelease:
+		if m.extension == (o.Kind == opExtensionClaim) {
+			return false
+		}
+		m.extension = !m.extension
 	case opInstall, opInstallEnabled:
 		if len(m.csvs) > 0 {
 			return false
@@ -421,8 +444,11 @@ func (m *lifecycleModel) cleanable() []string {
 }
 
 // notServedByOther is syms less the namespaces the second installation serves (none while it is
-// unplaced: what it will serve is not known).
+// unplaced: what it will serve is not known), and none while an OLM v1 extension has the CRD.
 func (m *lifecycleModel) notServedByOther(syms []string) []string {
+	if m.extension {
+		return nil
+	}
 	if m.other == nil {
 		return syms
 	}

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,6 +70,9 @@ func (r *lifecycleRun) do(o lifecycleOp) {
 		if r.model.otherUnplaced {
 			other = nil // its operator does not run yet
 		}
+		if r.model.extension {
+			other = []string{"*"} // the extension's operator watches every namespace
+		}
 		for _, scope := range [][]string{r.ourOperatorWatches(), other} {
 			if scope != nil && o.NS != "" {
 				scope = intersectSyms(scope, []string{o.NS})
@@ -85,6 +89,8 @@ func (r *lifecycleRun) do(o lifecycleOp) {
 		r.editCSV(types.NamespacedName{Namespace: r.ns["op2"], Name: "other.v1"}, targetNamespaces(r.realTargets(r.model.other)))
 	case opDeleteOther:
 		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns["op2"], Name: "other.v1"}}))).To(Succeed())
+	case opExtensionClaim, opExtensionRelease:
+		setExtensionClaim(o.Kind == opExtensionClaim)
 	case opRetarget:
 		for _, c := range r.liveCSVs() {
 			r.editCSV(keyOf(&c), targetNamespaces(r.realTargets(r.model.targets)))
@@ -225,4 +231,21 @@ func (r *lifecycleRun) releaseDeletingGears(syms []string) {
 			}
 		}
 	}
+}
+
+// setExtensionClaim gives the Gear CRD operator-controller's controller reference to a ClusterExtension,
+// or takes it away. No garbage collector runs in this suite, so the ClusterExtension need not exist.
+func setExtensionClaim(claim bool) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	Eventually(func() error {
+		if err := tenv.admin.Get(ctx, types.NamespacedName{Name: lifecycleKind.crdName()}, crd); err != nil {
+			return err
+		}
+		crd.OwnerReferences = nil
+		if claim {
+			crd.OwnerReferences = []metav1.OwnerReference{{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension",
+				Name: "gears", UID: "00000000-0000-0000-0000-00000000ce01", Controller: ptrTo(true)}}
+		}
+		return tenv.admin.Update(ctx, crd)
+	}).Should(Succeed(), "setting the Gear CRD's ClusterExtension reference to %t", claim)
 }

@@ -95,6 +95,7 @@ func (r *lifecycleRun) apply(o lifecycleOp) {
 
 // run applies ops, then uninstalls what is left; it returns the violations found.
 func (r *lifecycleRun) run(ops []lifecycleOp) []string {
+	setExtensionClaim(false) // in case an earlier run stopped before its tidy
 	r.rec = startRecorder()
 	defer r.rec.Stop()
 	if r.settle {
@@ -314,6 +315,7 @@ func (r *lifecycleRun) uninstallAll() {
 // operands and sentinels (held ones could stall a later global cleanup) and any CSV a failed run left.
 func (r *lifecycleRun) tidy() {
 	r.do(lifecycleOp{Kind: opDeleteOther})
+	r.do(lifecycleOp{Kind: opExtensionRelease})
 	for _, c := range r.liveCSVs() {
 		r.editCSV(keyOf(&c), func(cur *v1alpha1.ClusterServiceVersion) { cur.Finalizers = nil })
 		Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, &c))).To(Succeed())

@@ -98,6 +98,13 @@ var _ = Describe("randomized lifecycle", Label("lifecycle"), func() {
 		Expect(inStep3).To(HaveLen(1), "settled, the controller must have deleted w1 within step 3 (the uninstall), before its barrier; recorded: %s", strings.Join(recorded, ", "))
 	})
 
+	// The OLM v1 claim, pinned: drawn from a source of its own, it covers an uninstall in few seeds.
+	It("deletes nothing of a CRD an OLM v1 ClusterExtension also installed", func() {
+		ops := []lifecycleOp{{Kind: opInstallEnabled}, {Kind: opCreateOperand, NS: "op", Name: "w1", Held: true},
+			{Kind: opExtensionClaim}, {Kind: opDeleteCSV, Name: "op.v1"}}
+		Expect(newLifecycleRun(1, "AllNamespaces", true).run(ops)).To(BeEmpty())
+	})
+
 	It("catches a controller that cleans up while another CSV of the installation is still installed", func() {
 		unsafeIgnoreOtherCSVs.Store(true)
 		DeferCleanup(func() { unsafeIgnoreOtherCSVs.Store(false) })

@@ -52,7 +52,7 @@ func (p *plan) allows(gk schema.GroupKind, namespace string) error {
 		return fmt.Errorf("%s is not an owned, non-required type of this CSV", gk)
 	}
 	if ex := p.excluded[gk]; ex.covers(namespace) {
-		return fmt.Errorf("%s in %q is also served by CSV %s", gk, namespace, joinCapped(keys(ex.by)))
+		return fmt.Errorf("%s in %q is also served by %s", gk, namespace, joinCapped(keys(ex.by)))
 	}
 	if !namespaced {
 		if namespace != "" || !p.targets.all {
@@ -143,8 +143,12 @@ func buildPlan(ctx context.Context, live, csvs client.Reader, csv *v1alpha1.Clus
 			clusterScoped = append(clusterScoped, d.Name)
 			continue
 		}
-		p.types = append(p.types, operandType{crdName: d.Name, gvk: gk.WithVersion(version), namespaced: namespaced})
+		t := operandType{crdName: d.Name, gvk: gk.WithVersion(version), namespaced: namespaced}
+		p.types = append(p.types, t)
 		p.allowed[gk] = namespaced
+		if by := extensionClaim(crd); by != "" && !unsafeIgnoreOtherCSVs.Load() {
+			p.exclude(t, targets{all: true, source: "an OLM v1 extension: counted as all namespaces"}, by)
+		}
 	}
 	sort.Slice(p.types, func(i, j int) bool { return p.types[i].crdName < p.types[j].crdName })
 	if len(missing) > 0 {
