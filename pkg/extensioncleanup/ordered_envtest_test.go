@@ -150,7 +150,7 @@ func expectUntouched(ctx context.Context, t *testing.T, e *env, obj *unstructure
 	t.Helper()
 	live := obj.DeepCopy()
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil || live.GetDeletionTimestamp() != nil {
-		t.Errorf("%s %s/%s, of a kind the extension does not own: want it untouched, got deletionTimestamp %v, error %v",
+		t.Errorf("%s %s/%s, which this uninstall may not delete: want it untouched, got deletionTimestamp %v, error %v",
 			obj.GetKind(), obj.GetNamespace(), obj.GetName(), live.GetDeletionTimestamp(), err)
 	}
 }
