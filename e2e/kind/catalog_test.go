@@ -27,14 +27,23 @@ var _ = runsPods && Describe("widget-operator installed from the catalog", Label
 	It("upgrades along its channel without touching Widgets, and cleans them up on uninstall", func(ctx context.Context) {
 		const timeout = 4 * time.Minute
 		ns := "catalog-widget-" + utilrand.String(5)
-		DeferCleanup(func(ctx context.Context) {
+		tidied := false
+		tidy := func(ctx context.Context) {
+			if tidied {
+				return
+			}
+			tidied = true
 			if CurrentSpecReport().Failed() {
 				dir, err := artifacts.Collect(ctx, artifacts.CollectInput{Client: k8s, Provider: provider,
 					Namespaces: []string{ns, widget.DefaultRecordsNamespace, "olm", "operand-cleanup"}, Spec: CurrentSpecReport().FullText()})
 				AddReportEntry("artifacts", dir, err)
 			}
+			// A CSV a failure left owns widget-operator's CRDs: it must be gone before the APIs' hold is
+			// released, or the next holder (an OLM v1 ordered uninstall) meets its claim (CleanupBlocked).
+			Expect(uninstallOLMv0In(ctx, ns)).To(Succeed())
 			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		})
+		}
+		DeferCleanup(tidy) // a failure before the hold
 
 		By("serving bundles/catalog from a grpc CatalogSource (opm serve in the catalog image)")
 		start := time.Now()
@@ -49,6 +58,7 @@ var _ = runsPods && Describe("widget-operator installed from the catalog", Label
 			bundles.Dir(widget.Name, "v0.1.0"), bundles.Dir(widget.Name, "v0.2.0"), bundles.Dir(widget.Name, "v0.3.0"))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(release)
+		DeferCleanup(tidy) // registered after the release, so it runs before it
 
 		By("subscribing with Manual approval from widget-operator.v0.1.0, opting in to cleanup")
 		start = time.Now()

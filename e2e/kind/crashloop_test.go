@@ -11,13 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
@@ -42,9 +40,7 @@ var _ = runsPods && Describe("an operator that exits at start", Label("crash-loo
 			}
 			// The failed CSV still owns widget-operator's CRDs: left to the namespace's deletion after the
 			// release, an OLM v1 uninstall holding those APIs next met its claim (CleanupBlocked).
-			csv := &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.CSV.Name}}
-			Expect(client.IgnoreNotFound(k8s.Delete(ctx, csv))).To(Succeed())
-			Expect(olm.WaitForCSVGone(ctx, k8s, client.ObjectKeyFromObject(csv), intervals.Get(intervals.Gone))).To(Succeed())
+			Expect(uninstallOLMv0In(ctx, ns)).To(Succeed())
 			_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		})
 		deployment := &b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0]
