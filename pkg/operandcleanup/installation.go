@@ -194,7 +194,9 @@ func keys(m map[string]bool) []string {
 // marked HeldByAnnotation, while that operator still finalizes CRs. Its operator serves the CRD's CRs
 // wherever it watches, which the CRD does not say: counted as every namespace (OLM v1's default), so a
 // narrower extension leaves more in place, never less. A CRD an orphan uninstall left behind
-// (OrphanedFromAnnotation, no owner) has no installation left and claims nothing.
+// (OrphanedFromAnnotation, no owner) has no installation left and claims nothing. The window: OLM v0's
+// install plan writes an existing CRD with a full Update (catalog/step.go), which drops the reference
+// until operator-controller applies its release again (applier/helm.go, Reconcile when unchanged).
 func extensionClaim(crd *apiextensionsv1.CustomResourceDefinition) string {
 	for _, ref := range crd.OwnerReferences {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
