@@ -118,6 +118,7 @@ func TestCRsDeletedBeforeTheClusterExtension(t *testing.T) {
 // Widgets in two namespaces.
 type installed struct {
 	p       *envtest.Provider
+	m       *olmv1.Managers
 	c       client.Client
 	ce      *unstructured.Unstructured
 	depKey  types.NamespacedName
@@ -189,7 +190,7 @@ func installWith(ctx context.Context, t *testing.T, afterPush func(context.Conte
 		}
 	}
 
-	return installed{p: p, c: c, ce: ce, depKey: depKey, widgets: widgets}
+	return installed{p: p, m: env.Managers, c: c, ce: ce, depKey: depKey, widgets: widgets}
 }
 
 // waitSettled waits until the ClusterExtension and the operator's Deployment are gone, the local
