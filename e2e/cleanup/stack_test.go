@@ -3,7 +3,6 @@ package cleanup
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	stackfixture "github.com/cleanup-e2e/cleanup-e2e/fixtures/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
@@ -35,16 +35,7 @@ var stackOperator = specs.OperandCleanupSpecInput{
 				SelfDeletionDelay: &metav1.Duration{Duration: time.Hour}},
 		})}
 	},
-	Reconciled: func(ctx context.Context, c client.Client, s *unstructured.Unstructured) error {
-		st := &fixturesv1alpha1.Stack{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(s), st); err != nil {
-			return err
-		}
-		if st.Status.Children != 2 || !slices.Contains(st.Finalizers, fixturesv1alpha1.StackFinalizer) {
-			return errNotYet("stack %s has %d children and finalizers %v", st.Name, st.Status.Children, st.Finalizers)
-		}
-		return nil
-	},
+	Reconciled: stackfixture.Reconciled,
 }
 
 var _ = Describe("Operand cleanup of an operator with phased deletion", Label("operand-cleanup", "phased-deletion"), func() {

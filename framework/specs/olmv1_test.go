@@ -13,6 +13,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/gizmo"
+	stackfixture "github.com/cleanup-e2e/cleanup-e2e/fixtures/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
@@ -67,6 +68,24 @@ func olmv1Cases(t *testing.T) {
 	}
 	t.Run("mutants", func(t *testing.T) { checkMutantsUnderOLMv1(ctx, t, in, use) })
 	t.Run("gizmo-operator", func(t *testing.T) { gizmoUnderOLMv1(ctx, t, env.Environment) })
+	t.Run("stack-operator", func(t *testing.T) { stackUnderOLMv1(ctx, t, env.Environment) })
+}
+
+// stack-operator's finalizer deletes the Stack's children, CRs of another kind it owns, each held by a
+// finalizer of its own: under OLM v1 the garbage collector deletes both CRDs with the operator, and an
+// ordered uninstall deletes both kinds while the operator deletes the children too.
+func stackUnderOLMv1(ctx context.Context, t *testing.T, env cluster.Environment) {
+	in := specs.OperandCleanupSpecInput{
+		Environment: func() cluster.Environment { return env }, Name: "stack-v1", BundleDir: bundles.Dir("stack-operator", "v0.1.0"),
+		Samples: stackfixture.Samples, Reconciled: stackfixture.Reconciled,
+	}
+	cases, err := specs.OLMv1Cases(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) { c.Run(ctx, specs.FromTesting(t)) })
+	}
 }
 
 // gizmo-operator owns Gizmos and makes a Widget, an API it requires and does not own, for each: OLM v1
