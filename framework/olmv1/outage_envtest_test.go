@@ -65,12 +65,7 @@ func TestClusterExtensionDeletedWhileOperatorControllerIsDown(t *testing.T) {
 	if err := in.m.RestartOperatorController(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitSettled(ctx, t, in, deleted)
-	verdicts, err := olmv1.Judge(ctx, c, in.widgets, widget.Finalized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s after the deletion, operator-controller back:\n%s", time.Since(deleted).Round(time.Millisecond), olmv1.Report(verdicts))
+	verdicts := judgeSettled(ctx, t, in, deleted)
 	expectUninstallNotClean(ctx, t, c, "deleting a ClusterExtension while operator-controller was down, once it is back", verdicts)
 }
 
@@ -165,15 +160,6 @@ func TestClusterCatalogDeletedRemovesNothing(t *testing.T) {
 	}
 	in.widgets = append(in.widgets, w)
 
-	deleted := time.Now()
-	if err := c.Delete(ctx, in.ce); err != nil {
-		t.Fatal(err)
-	}
-	waitSettled(ctx, t, in, deleted)
-	verdicts, err := olmv1.Judge(ctx, c, in.widgets, widget.Finalized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s after deleting ClusterExtension %s, its catalog gone:\n%s", time.Since(deleted).Round(time.Millisecond), in.ce.GetName(), olmv1.Report(verdicts))
+	verdicts := deleteAndJudge(ctx, t, in)
 	expectUninstallNotClean(ctx, t, c, "deleting a ClusterExtension whose catalog is gone", verdicts)
 }

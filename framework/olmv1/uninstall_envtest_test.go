@@ -45,17 +45,8 @@ func TestClusterExtensionDeletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	in := install(ctx, t)
-	p, c, ce, widgets := in.p, in.c, in.ce, in.widgets
-	deleted := time.Now()
-	if err := c.Delete(ctx, ce); err != nil {
-		t.Fatal(err)
-	}
-	waitSettled(ctx, t, in, deleted)
-	verdicts, err := olmv1.Judge(ctx, c, widgets, widget.Finalized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s after deleting ClusterExtension %s:\n%s", time.Since(deleted).Round(time.Millisecond), ce.GetName(), olmv1.Report(verdicts))
+	p, c := in.p, in.c
+	verdicts := deleteAndJudge(ctx, t, in)
 
 	// As measured on v1.2.0 (docs/olm-v1.md): every Widget stuck Terminating. Which goes first, the
 	// operator's permissions or the CRD cleanup's deletes, is a race upstream, so a Widget the operator
@@ -89,23 +80,14 @@ func TestCRsDeletedBeforeTheClusterExtension(t *testing.T) {
 			t.Fatalf("Widget %s/%s to be gone while its operator runs: %v", w.GetNamespace(), w.GetName(), err)
 		}
 	}
-	deleted := time.Now()
-	if err := c.Delete(ctx, in.ce); err != nil {
-		t.Fatal(err)
-	}
-	waitSettled(ctx, t, in, deleted)
-	verdicts, err := olmv1.Judge(ctx, c, in.widgets, widget.Finalized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("verdicts:\n%s", olmv1.Report(verdicts))
+	verdicts := deleteAndJudge(ctx, t, in)
 	for _, v := range verdicts {
 		if v.Verdict != olmv1.Finalized {
 			t.Errorf("want every Widget %q when the CRs go before the ClusterExtension; got:\n%s", olmv1.Finalized, olmv1.Report(verdicts))
 			break
 		}
 	}
-	err = intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
 		err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, &apiextensionsv1.CustomResourceDefinition{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("CRD %s still there (error %v)", widgetCRD, err)
 	})
@@ -191,6 +173,30 @@ func installWith(ctx context.Context, t *testing.T, afterPush func(context.Conte
 	}
 
 	return installed{p: p, m: env.Managers, c: c, ce: ce, depKey: depKey, widgets: widgets}
+}
+
+// deleteAndJudge deletes the ClusterExtension (background) and returns each Widget's verdict once the
+// uninstall settled.
+func deleteAndJudge(ctx context.Context, t *testing.T, in installed) []olmv1.CRVerdict {
+	t.Helper()
+	deleted := time.Now()
+	if err := in.c.Delete(ctx, in.ce); err != nil {
+		t.Fatal(err)
+	}
+	return judgeSettled(ctx, t, in, deleted)
+}
+
+// judgeSettled waits until the uninstall that began at deleted settled, then gives each Widget its
+// verdict, logged with the time since the deletion.
+func judgeSettled(ctx context.Context, t *testing.T, in installed, deleted time.Time) []olmv1.CRVerdict {
+	t.Helper()
+	waitSettled(ctx, t, in, deleted)
+	verdicts, err := olmv1.Judge(ctx, in.c, in.widgets, widget.Finalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s after deleting ClusterExtension %s:\n%s", time.Since(deleted).Round(time.Millisecond), in.ce.GetName(), olmv1.Report(verdicts))
+	return verdicts
 }
 
 // waitSettled waits until the ClusterExtension and the operator's Deployment are gone, the local

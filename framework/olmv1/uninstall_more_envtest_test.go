@@ -99,16 +99,7 @@ func TestObjectsLeftAfterUninstall(t *testing.T) {
 			t.Errorf("inventory: want a %s… owned by the ClusterExtension, got:\n  %s", kind, strings.Join(inv, "\n  "))
 		}
 	}
-	deleted := time.Now()
-	if err := c.Delete(ctx, in.ce); err != nil {
-		t.Fatal(err)
-	}
-	waitSettled(ctx, t, in, deleted)
-	verdicts, err := olmv1.Judge(ctx, c, in.widgets, widget.Finalized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("verdicts:\n%s", olmv1.Report(verdicts))
+	verdicts := deleteAndJudge(ctx, t, in)
 	// The widgets CRD stays while a Widget is stuck (every one, as measured; the race of
 	// TestClusterExtensionDeletion can finalize them all, and then it goes too).
 	stuck := slices.ContainsFunc(verdicts, func(v olmv1.CRVerdict) bool { return v.Verdict == olmv1.StuckTerminating })
@@ -131,7 +122,7 @@ func TestObjectsLeftAfterUninstall(t *testing.T) {
 		}
 		return slices.Equal(left, wantLeft), fmt.Sprintf("left: %v", left)
 	})
-	t.Logf("%s after deleting ClusterExtension %s, left of the inventory (%d of %d):\n  %s", time.Since(deleted).Round(time.Millisecond),
+	t.Logf("after deleting ClusterExtension %s, left of the inventory (%d of %d):\n  %s",
 		in.ce.GetName(), len(left), len(inv), strings.Join(left, "\n  "))
 	if err != nil {
 		t.Errorf("OLM v1 %s changed what an uninstall leaves: want left exactly %v (the install namespace, the installer and its binding, the widgets CRD if a Widget is stuck), got %v; verdicts:\n%s",
@@ -155,16 +146,7 @@ func TestReinstallAfterUninstall(t *testing.T) {
 	defer cancel()
 	in := install(ctx, t)
 	c := in.c
-	deleted := time.Now()
-	if err := c.Delete(ctx, in.ce); err != nil {
-		t.Fatal(err)
-	}
-	waitSettled(ctx, t, in, deleted)
-	verdicts, err := olmv1.Judge(ctx, c, in.widgets, widget.Finalized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("after the uninstall:\n%s", olmv1.Report(verdicts))
+	verdicts := deleteAndJudge(ctx, t, in)
 	old := &apiextensionsv1.CustomResourceDefinition{}
 	if err := c.Get(ctx, types.NamespacedName{Name: widgetCRD}, old); err != nil {
 		t.Logf("CRD %s before the reinstall: %v", widgetCRD, err)
@@ -181,7 +163,7 @@ func TestReinstallAfterUninstall(t *testing.T) {
 	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
 	var timeline []string
 	last := ""
-	err = waitConditions(ctx, c, intervals.SpecStep, ce, live, func(conds []metav1.Condition) (bool, string) {
+	err := waitConditions(ctx, c, intervals.SpecStep, ce, live, func(conds []metav1.Condition) (bool, string) {
 		s := ""
 		for _, typ := range []string{"Progressing", "Installed"} {
 			if cond := meta.FindStatusCondition(conds, typ); cond != nil {
