@@ -39,11 +39,7 @@ func TestClusterExtensionDeletedWhileOperatorControllerIsDown(t *testing.T) {
 	defer cancel()
 	in := install(ctx, t)
 	c := in.c
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(in.ce), live); err != nil {
-		t.Fatal(err)
-	}
+	live := liveExtension(ctx, t, in)
 	for _, f := range operatorControllerFinalizers {
 		if !slices.Contains(live.GetFinalizers(), f) {
 			t.Fatalf("ClusterExtension %s: finalizers %v, want operator-controller's %v (an upstream change: this test's premise is gone)", live.GetName(), live.GetFinalizers(), operatorControllerFinalizers)

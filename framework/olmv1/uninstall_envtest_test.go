@@ -175,6 +175,17 @@ func installWith(ctx context.Context, t *testing.T, afterPush func(context.Conte
 	return installed{p: p, m: env.Managers, c: c, ce: ce, depKey: depKey, widgets: widgets}
 }
 
+// liveExtension reads the ClusterExtension of in from the API server.
+func liveExtension(ctx context.Context, t *testing.T, in installed) *unstructured.Unstructured {
+	t.Helper()
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+	if err := in.c.Get(ctx, client.ObjectKeyFromObject(in.ce), live); err != nil {
+		t.Fatalf("ClusterExtension %s: %v", in.ce.GetName(), err)
+	}
+	return live
+}
+
 // deleteAndJudge deletes the ClusterExtension (background) and returns each Widget's verdict once the
 // uninstall settled.
 func deleteAndJudge(ctx context.Context, t *testing.T, in installed) []olmv1.CRVerdict {

@@ -78,11 +78,7 @@ func TestObjectsLeftAfterUninstall(t *testing.T) {
 	defer cancel()
 	in := install(ctx, t)
 	c := in.c
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(in.ce), live); err != nil {
-		t.Fatal(err)
-	}
+	live := liveExtension(ctx, t, in)
 	inv, err := inventory(ctx, c, live.GetUID())
 	if err != nil {
 		t.Fatal(err)
