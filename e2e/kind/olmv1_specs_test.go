@@ -7,6 +7,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/gizmo"
+	stackfixture "github.com/cleanup-e2e/cleanup-e2e/fixtures/stack"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
@@ -38,4 +39,15 @@ var _ = runsPods && testenv.Config{}.LoadsImages() && specs.DescribeOLMv1Uninsta
 	},
 	ExpectedLeftovers: []leftovers.Matcher{{Kind: "Widget", Name: gizmo.WidgetName("*"),
 		Reason: "gizmo-operator leaves the Widget it made: Widget is an API it requires, not one it owns"}},
+})
+
+// The same cases for stack-operator, whose finalizer deletes a Stack's children (a second kind it
+// owns, each with a finalizer of its own) before the Stack: with Pods, a real kubelet and the
+// garbage collector of a cluster with nodes.
+var _ = runsPods && testenv.Config{}.LoadsImages() && specs.DescribeOLMv1Uninstall(specs.OperandCleanupSpecInput{
+	Environment: func() cluster.Environment { return cluster.Environment{Provider: provider, Client: k8s, APIs: apis} },
+	Name:        "stack-v1",
+	BundleDir:   bundles.Dir("stack-operator", "v0.1.0"),
+	Samples:     stackfixture.Samples,
+	Reconciled:  stackfixture.Reconciled,
 })
