@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,11 @@ func TestClusterExtensionDeletion(t *testing.T) {
 	// finalized in time is possible: what must hold is that the uninstall is not clean — some Widget is
 	// stuck, none is left undeleted — as long as upstream deletes the CRD with the operator.
 	expectUninstallNotClean(ctx, t, c, "deleting a ClusterExtension", verdicts)
+	for _, v := range verdicts {
+		if v.Verdict == olmv1.StuckTerminating && !strings.Contains(v.Detail, "its CRD "+widgetCRD+" Terminating since") {
+			t.Errorf("%s: want the verdict to name the CRD deletion that deleted it", v)
+		}
+	}
 	if t.Failed() {
 		t.Logf("widget-operator's log is under %s", p.Runtime().LogDir())
 	}

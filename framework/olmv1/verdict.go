@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -59,12 +61,37 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		case live.GetDeletionTimestamp() != nil:
 			v.Verdict = StuckTerminating
 			v.Detail = fmt.Sprintf("deletionTimestamp %s, finalizers %v", live.GetDeletionTimestamp().UTC().Format("15:04:05"), live.GetFinalizers())
+			if cause := crdDeleting(ctx, c, live); cause != "" {
+				v.Detail += "; " + cause
+			}
 		default:
 			v.Verdict, v.Detail = NotDeleted, fmt.Sprintf("finalizers %v", live.GetFinalizers())
 		}
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// crdDeleting says, for a CR pending deletion, that its CRD is being deleted, and that this deleted the
+// CR when the CR's deletion is not older than the CRD's (the API server deletes every CR of a CRD being
+// deleted: condition Terminating, InstanceDeletionInProgress). "" when the CRD is not being deleted or
+// cannot be read.
+func crdDeleting(ctx context.Context, c client.Client, live *unstructured.Unstructured) string {
+	gvk := live.GroupVersionKind()
+	m, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return ""
+	}
+	name := m.Resource.Resource + "." + gvk.Group
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil || crd.DeletionTimestamp == nil {
+		return ""
+	}
+	out := fmt.Sprintf("its CRD %s Terminating since %s", name, crd.DeletionTimestamp.UTC().Format("15:04:05"))
+	if !live.GetDeletionTimestamp().Before(crd.DeletionTimestamp) {
+		out += ", which deleted it (the API server deletes every CR of a CRD being deleted)"
+	}
+	return out
 }
 
 // Report is one line per verdict, for a failure message.
