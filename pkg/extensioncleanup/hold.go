@@ -50,7 +50,7 @@ func selectorFor(gvk schema.GroupVersionKind, name string) labels.Selector {
 	if gvk == secretGVK {
 		return labels.SelectorFromSet(labels.Set{"name": name, "type": "index"})
 	}
-	return labels.SelectorFromSet(labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind, ownerNameLabel: name})
+	return labels.SelectorFromSet(labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind, OwnerNameLabel: name})
 }
 
 // holder is the live holder ClusterRole's owner reference (never a controller, never blocking: the
@@ -316,7 +316,7 @@ func (r *Reconciler) sweep(ctx context.Context, name string) error {
 	}
 	var errs []string
 	for _, gvk := range heldKinds {
-		set, nameLabel := labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind}, ownerNameLabel
+		set, nameLabel := labels.Set{ownerKindLabel: ClusterExtensionGVK.Kind}, OwnerNameLabel
 		if gvk == secretGVK {
 			set, nameLabel = labels.Set{"type": "index"}, "name"
 		}

@@ -57,8 +57,9 @@ const (
 
 // Labels and annotations OLM v1 (operator-controller v1.2.0) sets; read only.
 const (
-	ownerKindLabel     = "olm.operatorframework.io/owner-kind" // internal/operator-controller/labels
-	ownerNameLabel     = "olm.operatorframework.io/owner-name"
+	ownerKindLabel = "olm.operatorframework.io/owner-kind" // internal/operator-controller/labels
+	// OwnerNameLabel names the ClusterExtension of every object operator-controller installs.
+	OwnerNameLabel     = "olm.operatorframework.io/owner-name"
 	targetNamespacesAn = "olm.targetNamespaces" // on the Deployments' pod templates (rukpak/convert)
 )
 

@@ -18,7 +18,7 @@ var adoptedHolder = metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io
 
 func adoptedCRD(name string, annotations map[string]string, refs ...metav1.OwnerReference) *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels:      map[string]string{ownerKindLabel: ClusterExtensionGVK.Kind, ownerNameLabel: "widget"},
+		Labels:      map[string]string{ownerKindLabel: ClusterExtensionGVK.Kind, OwnerNameLabel: "widget"},
 		Annotations: annotations, OwnerReferences: refs}}
 }
 

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
 // widgetsReader is an API server of one CRD (widgets.g), some CSVs and Widgets (metadata only), which
@@ -177,9 +179,9 @@ func TestACRDAClusterExtensionInstalledIsAnotherInstallation(t *testing.T) {
 		claim string // in the notes; "" when the plan may delete the widgets
 	}{
 		{name: "installed by a ClusterExtension", crd: withMeta([]metav1.OwnerReference{ce}, nil, nil), claim: "also served by ClusterExtension widgets"},
-		{name: "held by its ordered uninstall", crd: withMeta(nil, map[string]string{extensionNameLabel: "widgets"}, map[string]string{"cleanup-e2e.io/held-by": "holder-uid"}),
+		{name: "held by its ordered uninstall", crd: withMeta(nil, map[string]string{extensioncleanup.OwnerNameLabel: "widgets"}, map[string]string{extensioncleanup.HeldByAnnotation: "holder-uid"}),
 			claim: "also served by ClusterExtension widgets (its ordered uninstall)"},
-		{name: "left behind by an orphan uninstall", crd: withMeta(nil, map[string]string{extensionNameLabel: "widgets"}, map[string]string{"cleanup-e2e.io/orphaned-from": "widgets/ce"})},
+		{name: "left behind by an orphan uninstall", crd: withMeta(nil, map[string]string{extensioncleanup.OwnerNameLabel: "widgets"}, map[string]string{extensioncleanup.OrphanedFromAnnotation: "widgets/ce"})},
 		{name: "another group's ClusterExtension", crd: withMeta([]metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "ClusterExtension", Name: "widgets", UID: "x"}}, nil, nil)},
 	} {
 		for _, targets := range []string{"", "team-a"} {

@@ -205,13 +205,10 @@ func extensionClaim(crd *apiextensionsv1.CustomResourceDefinition) string {
 		}
 	}
 	if _, held := crd.Annotations[extensioncleanup.HeldByAnnotation]; held {
-		if name := crd.Labels[extensionNameLabel]; name != "" {
+		if name := crd.Labels[extensioncleanup.OwnerNameLabel]; name != "" {
 			return "ClusterExtension " + name + " (its ordered uninstall)"
 		}
 		return "a ClusterExtension's ordered uninstall"
 	}
 	return ""
 }
-
-// extensionNameLabel is operator-controller's label naming the ClusterExtension of an installed object.
-const extensionNameLabel = "olm.operatorframework.io/owner-name"

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
 )
 
 // do performs one operation on the API server, as the user, the simulated OLM or the operator would.
@@ -243,8 +245,8 @@ func setExtensionClaim(claim bool) {
 		}
 		crd.OwnerReferences = nil
 		if claim {
-			crd.OwnerReferences = []metav1.OwnerReference{{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension",
-				Name: "gears", UID: "00000000-0000-0000-0000-00000000ce01", Controller: ptrTo(true)}}
+			crd.OwnerReferences = []metav1.OwnerReference{{APIVersion: extensioncleanup.ClusterExtensionGVK.GroupVersion().String(),
+				Kind: extensioncleanup.ClusterExtensionGVK.Kind, Name: "gears", UID: "00000000-0000-0000-0000-00000000ce01", Controller: ptrTo(true)}}
 		}
 		return tenv.admin.Update(ctx, crd)
 	}).Should(Succeed(), "setting the Gear CRD's ClusterExtension reference to %t", claim)
