@@ -2,7 +2,6 @@ package cleanup
 
 import (
 	"context"
-	"fmt"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +24,3 @@ func toUnstructured(obj client.Object) *unstructured.Unstructured {
 func get(ctx context.Context, obj client.Object) func() (client.Object, error) {
 	return func() (client.Object, error) { return obj, k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj) }
 }
-
-// errNotYet is a polling condition's "not yet".
-func errNotYet(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -20,7 +20,7 @@ import (
 // OLM v1 resolves no dependencies, so its bundle goes without the requirement and each case installs
 // the Widget CRDs first (widget-operator's own OLM v1 cases run from examples/operator-repo).
 var _ = runsPods && testenv.Config{}.LoadsImages() && specs.DescribeOLMv1Uninstall(specs.OperandCleanupSpecInput{
-	Environment: func() cluster.Environment { return cluster.Environment{Provider: provider, Client: k8s, APIs: apis} },
+	Environment: kindCluster,
 	Name:        "gizmo-v1",
 	BundleDir:   specs.MustWithoutRequiredAPIs(bundles.Dir("gizmo-operator", "v0.1.0")),
 	Samples:     gizmo.Samples,
@@ -45,9 +45,14 @@ var _ = runsPods && testenv.Config{}.LoadsImages() && specs.DescribeOLMv1Uninsta
 // owns, each with a finalizer of its own) before the Stack: with Pods, a real kubelet and the
 // garbage collector of a cluster with nodes.
 var _ = runsPods && testenv.Config{}.LoadsImages() && specs.DescribeOLMv1Uninstall(specs.OperandCleanupSpecInput{
-	Environment: func() cluster.Environment { return cluster.Environment{Provider: provider, Client: k8s, APIs: apis} },
+	Environment: kindCluster,
 	Name:        "stack-v1",
 	BundleDir:   bundles.Dir("stack-operator", "v0.1.0"),
 	Samples:     stackfixture.Samples,
 	Reconciled:  stackfixture.Reconciled,
 })
+
+// kindCluster is the kind cluster the suite shares with the other runs, for the spec library.
+func kindCluster() cluster.Environment {
+	return cluster.Environment{Provider: provider, Client: k8s, APIs: apis}
+}
