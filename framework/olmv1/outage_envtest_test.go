@@ -58,7 +58,7 @@ func TestClusterExtensionDeletedWhileOperatorControllerIsDown(t *testing.T) {
 		Should(gomega.BeEmpty(), "with operator-controller down, the deletion of ClusterExtension %s removed something", in.ce.GetName())
 	t.Logf("+%s: operator-controller down, ClusterExtension Terminating, nothing removed", time.Since(deleted).Round(time.Millisecond))
 
-	if err := in.m.RestartOperatorController(ctx); err != nil {
+	if err := in.m.RestartOperatorController(ctx); err != nil { // its stop finds it stopped: a start
 		t.Fatal(err)
 	}
 	verdicts := judgeSettled(ctx, t, in, deleted)
