@@ -7,8 +7,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -44,6 +46,7 @@ func (v CRVerdict) String() string {
 func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructured,
 	finalized func(context.Context, client.Client, *unstructured.Unstructured) error) ([]CRVerdict, error) {
 	var out []CRVerdict
+	crds := map[schema.GroupVersionKind]crdState{} // read once per kind
 	for _, o := range objs {
 		v := CRVerdict{Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
 		live := &unstructured.Unstructured{}
@@ -61,7 +64,13 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		case live.GetDeletionTimestamp() != nil:
 			v.Verdict = StuckTerminating
 			v.Detail = fmt.Sprintf("deletionTimestamp %s, finalizers %v", live.GetDeletionTimestamp().UTC().Format("15:04:05"), live.GetFinalizers())
-			if cause := crdDeleting(ctx, c, live); cause != "" {
+			gvk := live.GroupVersionKind()
+			crd, ok := crds[gvk]
+			if !ok {
+				crd = readCRD(ctx, c, gvk)
+				crds[gvk] = crd
+			}
+			if cause := crd.deleted(live); cause != "" {
 				v.Detail += "; " + cause
 			}
 		default:
@@ -72,23 +81,35 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	return out, nil
 }
 
-// crdDeleting says, for a CR pending deletion, that its CRD is being deleted, and that this deleted the
-// CR when the CR's deletion is not older than the CRD's (the API server deletes every CR of a CRD being
-// deleted: condition Terminating, InstanceDeletionInProgress). "" when the CRD is not being deleted or
-// cannot be read.
-func crdDeleting(ctx context.Context, c client.Client, live *unstructured.Unstructured) string {
-	gvk := live.GroupVersionKind()
+// crdState is a CR kind's CRD as Judge read it: its name, and since when it is being deleted (nil: it
+// is not, or it could not be read).
+type crdState struct {
+	name     string
+	deleting *metav1.Time
+}
+
+func readCRD(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) crdState {
 	m, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return ""
+		return crdState{}
 	}
 	name := m.Resource.Resource + "." + gvk.Group
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil || crd.DeletionTimestamp == nil {
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+		return crdState{name: name}
+	}
+	return crdState{name: name, deleting: crd.DeletionTimestamp}
+}
+
+// deleted says, for a CR pending deletion, that its CRD is being deleted, and that this deleted the CR
+// when the CR's deletion is not older than the CRD's (the API server deletes every CR of a CRD being
+// deleted: condition Terminating, InstanceDeletionInProgress). "" when the CRD is not being deleted.
+func (s crdState) deleted(live *unstructured.Unstructured) string {
+	if s.deleting == nil {
 		return ""
 	}
-	out := fmt.Sprintf("its CRD %s Terminating since %s", name, crd.DeletionTimestamp.UTC().Format("15:04:05"))
-	if !live.GetDeletionTimestamp().Before(crd.DeletionTimestamp) {
+	out := fmt.Sprintf("its CRD %s Terminating since %s", s.name, s.deleting.UTC().Format("15:04:05"))
+	if !live.GetDeletionTimestamp().Before(s.deleting) {
 		out += ", which deleted it (the API server deletes every CR of a CRD being deleted)"
 	}
 	return out
