@@ -5,7 +5,8 @@
 // error, so its log ends with a stack frame ("/usr/local/go/src/runtime/proc.go:283").
 //
 // The local runtime (envtest) and the OLM waits (kind, an existing cluster: the previous container's
-// log) both quote what Cause finds.
+// log) both quote what Cause finds; olmv1.Judge quotes what CauseAbout finds about a custom resource
+// an uninstall left stuck.
 package crashlog
 
 import (
@@ -35,6 +36,39 @@ func Cause(log string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// CauseAbout returns the last error the log reports on a line that names every one of names (a custom
+// resource's name and namespace, say) as a whole Kubernetes name, on one line, and true; "" and false
+// when no error line names them. It is what an operator said, last, about one object: controller-
+// runtime's "Reconciler error" carries the object's name and namespace, and an API error quotes its name.
+func CauseAbout(log string, names ...string) (string, bool) {
+	words := make([]*regexp.Regexp, 0, len(names))
+	for _, n := range names {
+		if n != "" {
+			// A Kubernetes name is [a-z0-9.-]: "w1" must not match "w10" or "ns-w1".
+			words = append(words, regexp.MustCompile(`(^|[^a-zA-Z0-9.-])`+regexp.QuoteMeta(n)+`($|[^a-zA-Z0-9.-])`))
+		}
+	}
+	lines := strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !namesAll(lines[i], words) {
+			continue
+		}
+		if q, ok := errorLine(lines, i); ok {
+			return clip(q), true
+		}
+	}
+	return "", false
+}
+
+func namesAll(line string, words []*regexp.Regexp) bool {
+	for _, w := range words {
+		if !w.MatchString(line) {
+			return false
+		}
+	}
+	return true
 }
 
 // Describe is Cause for a failure message: "the last error it logged: <line>", or "its last output (no

@@ -104,3 +104,29 @@ func TestExitsInReadsWhatExitedMessageWrote(t *testing.T) {
 		t.Error("ExitsIn read a count from a message without one")
 	}
 }
+
+// What an operator said last about one custom resource: the "Reconciler error" controller-runtime logs
+// for it, not one about another object, not an info line, and not a name that only contains it.
+func TestCauseAboutQuotesTheLastErrorNamingTheObject(t *testing.T) {
+	log := `{"level":"error","msg":"Reconciler error","controller":"widget","namespace":"a","name":"w1","error":"widgets.example.com \"w1\" is forbidden: User \"system:serviceaccount:op:op\" cannot update resource \"widgets\""}` + "\n" +
+		`{"level":"error","msg":"Reconciler error","controller":"widget","namespace":"a","name":"w10","error":"Internal error occurred: w10"}` + "\n" +
+		`{"level":"info","msg":"removed finalizer","controller":"widget","namespace":"a","name":"w1"}` + "\n" +
+		"2026-11-27T10:00:00Z\tERROR\tReconciler error\t{\"controller\": \"widget\", \"namespace\": \"b\", \"name\": \"w1\", \"error\": \"connection refused\"}\n" +
+		"main.main\n\t/workspace/cmd/main.go:185\n"
+	for _, tc := range []struct {
+		names  []string
+		want   string
+		wantOK bool
+	}{
+		{[]string{"w1", "a"}, `Reconciler error: widgets.example.com "w1" is forbidden: User "system:serviceaccount:op:op" cannot update resource "widgets"`, true},
+		{[]string{"w1", "b"}, `ERROR Reconciler error {"controller": "widget", "namespace": "b", "name": "w1", "error": "connection refused"}`, true},
+		{[]string{"w10", "a"}, "Reconciler error: Internal error occurred: w10", true},
+		{[]string{"w", "a"}, "", false},
+		{[]string{"w2", "a"}, "", false},
+	} {
+		got, ok := crashlog.CauseAbout(log, tc.names...)
+		if got != tc.want || ok != tc.wantOK {
+			t.Errorf("CauseAbout(%v) = %q, %v; want %q, %v", tc.names, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}

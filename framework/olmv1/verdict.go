@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/crashlog"
 )
 
 // Verdict is what an uninstall did to one custom resource.
@@ -41,10 +43,30 @@ func (v CRVerdict) String() string {
 	return fmt.Sprintf("%s %s/%s: %s (%s)", v.Kind, v.Namespace, v.Name, v.Verdict, v.Detail)
 }
 
+// JudgeOption adds to what Judge says.
+type JudgeOption func(*judgeOptions)
+
+type judgeOptions struct {
+	operatorLog func() string
+}
+
+// OperatorLog lets Judge quote, for each CR its operator did not finalize (stuck Terminating, or
+// removed before the operator ran), the last error the operator logged about it (crashlog.CauseAbout):
+// log returns everything the operator wrote, also after it was uninstalled (envtest: the local
+// runtime's log; a cluster with nodes: framework/podlogs). Judge calls it once, when a CR needs it.
+func OperatorLog(log func() string) JudgeOption {
+	return func(o *judgeOptions) { o.operatorLog = log }
+}
+
 // Judge gives each of objs its verdict, once nothing will change any more (the operator stopped).
 // finalized says whether the operator's finalizer work for a CR is done, e.g. fixtures/widget.Finalized.
 func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructured,
-	finalized func(context.Context, client.Client, *unstructured.Unstructured) error) ([]CRVerdict, error) {
+	finalized func(context.Context, client.Client, *unstructured.Unstructured) error, opts ...JudgeOption) ([]CRVerdict, error) {
+	var o judgeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	said := o.operatorSaid()
 	var out []CRVerdict
 	crds := map[schema.GroupVersionKind]crdState{} // read once per kind
 	for _, o := range objs {
@@ -55,7 +77,7 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		switch {
 		case apierrors.IsNotFound(err):
 			if ferr := finalized(ctx, c, o); ferr != nil {
-				v.Verdict, v.Detail = RemovedUnfinalized, "gone, but "+ferr.Error()
+				v.Verdict, v.Detail = RemovedUnfinalized, "gone, but "+ferr.Error()+said(o)
 			} else {
 				v.Verdict, v.Detail = Finalized, "gone, its finalizer's work done"
 			}
@@ -73,12 +95,35 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 			if cause := crd.deleted(live); cause != "" {
 				v.Detail += "; " + cause
 			}
+			v.Detail += said(live)
 		default:
 			v.Verdict, v.Detail = NotDeleted, fmt.Sprintf("finalizers %v", live.GetFinalizers())
 		}
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// operatorSaid returns what the operator logged last about a CR, as a "; ..." suffix of its verdict's
+// detail ("" without OperatorLog). The log is read once, at the first CR that needs it.
+func (o judgeOptions) operatorSaid() func(*unstructured.Unstructured) string {
+	if o.operatorLog == nil {
+		return func(*unstructured.Unstructured) string { return "" }
+	}
+	var log *string
+	return func(cr *unstructured.Unstructured) string {
+		if log == nil {
+			l := o.operatorLog()
+			log = &l
+		}
+		if q, ok := crashlog.CauseAbout(*log, cr.GetName(), cr.GetNamespace()); ok {
+			return "; its operator's last error about it: " + q
+		}
+		if *log == "" {
+			return "; its operator's log is empty or could not be read"
+		}
+		return "; its operator logged no error about it"
+	}
 }
 
 // crdState is a CR kind's CRD as Judge read it: its name, and since when it is being deleted (nil: it

@@ -2,6 +2,7 @@ package olmv1
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,58 @@ func TestAStuckCRNamesTheCRDDeletionThatDeletedIt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With the operator's log, a CR its operator did not finalize carries the last error the operator
+// logged about it; a finalized one needs no log, and it is read once.
+func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	widget := func(name string, deleting bool) *unstructured.Unstructured {
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(gvk)
+		w.SetNamespace("team-a")
+		w.SetName(name)
+		if deleting {
+			w.SetFinalizers([]string{"g.example/records"})
+			w.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		}
+		return w
+	}
+	stuck, lost, done, quiet := widget("stuck", true), widget("lost", false), widget("done", false), widget("quiet", true)
+	cl := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(stuck, quiet).Build()
+	log := `{"level":"error","msg":"Reconciler error","namespace":"team-a","name":"stuck","error":"widgets.g.example \"stuck\" is forbidden"}` + "\n" +
+		`{"level":"error","msg":"Reconciler error","namespace":"team-a","name":"lost","error":"records: connection refused"}` + "\n" +
+		`{"level":"info","msg":"removed finalizer","namespace":"team-a","name":"quiet"}` + "\n"
+	reads := 0
+	finalized := func(_ context.Context, _ client.Client, o *unstructured.Unstructured) error {
+		if o.GetName() == "done" {
+			return nil
+		}
+		return errors.New("its record is still there")
+	}
+	vs, err := Judge(context.Background(), cl, []*unstructured.Unstructured{done, stuck, lost, quiet}, finalized,
+		OperatorLog(func() string { reads++; return log }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"done":  "gone, its finalizer's work done",
+		"stuck": `its operator's last error about it: Reconciler error: widgets.g.example "stuck" is forbidden`,
+		"lost":  "its operator's last error about it: Reconciler error: records: connection refused",
+		"quiet": "its operator logged no error about it",
+	}
+	for _, v := range vs {
+		if !strings.HasSuffix(v.Detail, want[v.Name]) {
+			t.Errorf("%s: detail %q, want it to end with %q", v.Name, v.Detail, want[v.Name])
+		}
+		if v.Name == "done" && strings.Contains(v.Detail, "operator") {
+			t.Errorf("done: detail %q quotes the operator of a CR it finalized", v.Detail)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the operator's log was read %d times, want once", reads)
 	}
 }
