@@ -56,6 +56,13 @@ func MayHoldForeignObjects(p Provider) bool {
 	return !ok || f.MayHoldForeignObjects()
 }
 
+// WorkloadLogs is a Provider that keeps what a Deployment's operator wrote, also once the Deployment
+// is gone (envtest: the local runtime's log files). On a cluster with nodes a pod's log goes with the
+// pod: a spec that needs an uninstalled operator's last words follows its pods' logs (framework/podlogs).
+type WorkloadLogs interface {
+	WorkloadLog(namespace, deployment string) (string, error)
+}
+
 // WebhookLimited is a Provider whose API server cannot call the admission or conversion webhooks the
 // operators it runs serve. WebhooksUnsupported says why, for the error that stops a spec up front
 // instead of letting every sample be rejected later.

@@ -71,6 +71,33 @@ func namesAll(line string, words []*regexp.Regexp) bool {
 	return true
 }
 
+// LastLine is the log's last line that is not part of a stack trace, a structured one as its time,
+// logger and message ("" for an empty log): how an operator that logged no error ended, e.g.
+// controller-runtime's "Wait completed, proceeding to shutdown the manager" after a SIGTERM.
+func LastLine(log string) string {
+	lines := strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || stackLine(lines[i]) {
+			continue
+		}
+		var m map[string]any
+		if strings.HasPrefix(l, "{") && json.Unmarshal([]byte(l), &m) == nil {
+			var parts []string
+			for _, k := range []string{"ts", "time", "logger", "msg", "message"} {
+				if v, ok := m[k].(string); ok && v != "" {
+					parts = append(parts, v)
+				}
+			}
+			if len(parts) > 0 {
+				return clip(strings.Join(parts, " "))
+			}
+		}
+		return clip(l)
+	}
+	return ""
+}
+
 // Describe is Cause for a failure message: "the last error it logged: <line>", or "its last output (no
 // line of it reports an error): <line>" when it found none, or "it wrote nothing".
 func Describe(log string) string {

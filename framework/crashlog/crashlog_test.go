@@ -105,6 +105,20 @@ func TestExitsInReadsWhatExitedMessageWrote(t *testing.T) {
 	}
 }
 
+// How an operator that logged no error ended: its last line, not a stack frame, a structured line as
+// time, logger and message.
+func TestLastLine(t *testing.T) {
+	for log, want := range map[string]string{
+		"": "",
+		`{"level":"info","ts":"2026-12-04T11:16:29Z","logger":"op","msg":"Wait completed, proceeding to shutdown the manager","x":1}` + "\n\n": "2026-12-04T11:16:29Z op Wait completed, proceeding to shutdown the manager",
+		"I1204 11:16:29.000000       1 main.go:9] stopped\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:52 +0x1d\n": "I1204 11:16:29.000000       1 main.go:9] stopped",
+	} {
+		if got := crashlog.LastLine(log); got != want {
+			t.Errorf("LastLine(%q) = %q, want %q", log, got, want)
+		}
+	}
+}
+
 // What an operator said last about one custom resource: the "Reconciler error" controller-runtime logs
 // for it, not one about another object, not an info line, and not a name that only contains it.
 func TestCauseAboutQuotesTheLastErrorNamingTheObject(t *testing.T) {

@@ -67,7 +67,7 @@ func (c *child) run(ctx context.Context, logger logr.Logger, ready func(string))
 		return err
 	}
 	spec := process.Spec{Name: "operator " + c.key.String(), Path: c.path, Args: args, Env: env, Isolated: true,
-		LogPath: filepath.Join(c.rt.logDir, fmt.Sprintf("%s_%s.log", c.key.Namespace, c.key.Name)), Append: true,
+		LogPath: filepath.Join(c.rt.logDir, LogFile(c.key)), Append: true,
 		Dir: dir}
 	if len(mounts) > 0 {
 		if err := mountNamespaceUsable(); err != nil {

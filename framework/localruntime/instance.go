@@ -46,7 +46,7 @@ type runner interface {
 
 func startInstance(parent context.Context, key types.NamespacedName, w *workload, rn runner,
 	logDir string, onChange func()) (*instance, error) {
-	logPath := filepath.Join(logDir, fmt.Sprintf("%s_%s.log", key.Namespace, key.Name))
+	logPath := filepath.Join(logDir, LogFile(key))
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err

@@ -82,6 +82,11 @@ func (r *Runtime) podDir() string { return filepath.Join(r.workDir, "pods") }
 // LogDir is where operator logs are written.
 func (r *Runtime) LogDir() string { return r.logDir }
 
+// LogFile is the file, in the log dir, that every start of Deployment key's operator appends to (in
+// process or a child process). It stays once the Deployment is gone: what an uninstalled operator said
+// last is still there.
+func LogFile(key types.NamespacedName) string { return key.Namespace + "_" + key.Name + ".log" }
+
 // Start watches Deployments until Stop is called. It returns once the watch is running.
 func (r *Runtime) Start(ctx context.Context) error {
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {

@@ -208,9 +208,16 @@ func deleteAndJudge(ctx context.Context, t *testing.T, in installed) []olmv1.CRV
 func judgeSettled(ctx context.Context, t *testing.T, in installed, deleted time.Time) []olmv1.CRVerdict {
 	t.Helper()
 	waitSettled(ctx, t, in, deleted)
-	verdicts, err := olmv1.Judge(ctx, in.c, in.widgets, widget.Finalized)
+	verdicts, err := olmv1.Judge(ctx, in.c, in.widgets, widget.Finalized, olmv1.OperatorLog(func() (string, error) {
+		return in.p.WorkloadLog(in.depKey.Namespace, in.depKey.Name)
+	}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, v := range verdicts {
+		if strings.Contains(v.Detail, olmv1.OperatorLogUnread) {
+			t.Errorf("%s: the local runtime's log of %s must outlive the uninstall", v, in.depKey)
+		}
 	}
 	t.Logf("%s after deleting ClusterExtension %s:\n%s", time.Since(deleted).Round(time.Millisecond), in.ce.GetName(), olmv1.Report(verdicts))
 	return verdicts

@@ -47,14 +47,14 @@ func (v CRVerdict) String() string {
 type JudgeOption func(*judgeOptions)
 
 type judgeOptions struct {
-	operatorLog func() string
+	operatorLog func() (string, error)
 }
 
 // OperatorLog lets Judge quote, for each CR its operator did not finalize (stuck Terminating, or
 // removed before the operator ran), the last error the operator logged about it (crashlog.CauseAbout):
 // log returns everything the operator wrote, also after it was uninstalled (envtest: the local
 // runtime's log; a cluster with nodes: framework/podlogs). Judge calls it once, when a CR needs it.
-func OperatorLog(log func() string) JudgeOption {
+func OperatorLog(log func() (string, error)) JudgeOption {
 	return func(o *judgeOptions) { o.operatorLog = log }
 }
 
@@ -104,25 +104,35 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	return out, nil
 }
 
+// OperatorLogUnread starts what a verdict says when OperatorLog's log could not be read.
+const OperatorLogUnread = "its operator's log could not be read"
+
 // operatorSaid returns what the operator logged last about a CR, as a "; ..." suffix of its verdict's
 // detail ("" without OperatorLog). The log is read once, at the first CR that needs it.
 func (o judgeOptions) operatorSaid() func(*unstructured.Unstructured) string {
 	if o.operatorLog == nil {
 		return func(*unstructured.Unstructured) string { return "" }
 	}
-	var log *string
+	var (
+		read bool
+		log  string
+		err  error
+	)
 	return func(cr *unstructured.Unstructured) string {
-		if log == nil {
-			l := o.operatorLog()
-			log = &l
+		if !read {
+			log, err = o.operatorLog()
+			read = true
 		}
-		if q, ok := crashlog.CauseAbout(*log, cr.GetName(), cr.GetNamespace()); ok {
+		if q, ok := crashlog.CauseAbout(log, cr.GetName(), cr.GetNamespace()); ok {
 			return "; its operator's last error about it: " + q
 		}
-		if *log == "" {
-			return "; its operator's log is empty or could not be read"
+		if err != nil {
+			return "; " + OperatorLogUnread + ": " + err.Error()
 		}
-		return "; its operator logged no error about it"
+		if end := crashlog.LastLine(log); end != "" {
+			return "; its operator logged no error about it, and its log ends: " + end
+		}
+		return "; its operator logged nothing"
 	}
 }
 

@@ -104,7 +104,7 @@ func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 		return errors.New("its record is still there")
 	}
 	vs, err := Judge(context.Background(), cl, []*unstructured.Unstructured{done, stuck, lost, quiet}, finalized,
-		OperatorLog(func() string { reads++; return log }))
+		OperatorLog(func() (string, error) { reads++; return log, nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 		"done":  "gone, its finalizer's work done",
 		"stuck": `its operator's last error about it: Reconciler error: widgets.g.example "stuck" is forbidden`,
 		"lost":  "its operator's last error about it: Reconciler error: records: connection refused",
-		"quiet": "its operator logged no error about it",
+		"quiet": "its operator logged no error about it, and its log ends: removed finalizer",
 	}
 	for _, v := range vs {
 		if !strings.HasSuffix(v.Detail, want[v.Name]) {
@@ -124,5 +124,28 @@ func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 	}
 	if reads != 1 {
 		t.Errorf("the operator's log was read %d times, want once", reads)
+	}
+}
+
+// A log that could not be read is said so, not taken for an operator that logged nothing.
+func TestAnUnreadOperatorLogIsSaidSo(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(gvk)
+	w.SetNamespace("team-a")
+	w.SetName("w1")
+	w.SetFinalizers([]string{"g.example/records"})
+	w.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	cl := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(w).Build()
+	vs, err := Judge(context.Background(), cl, []*unstructured.Unstructured{w},
+		func(context.Context, client.Client, *unstructured.Unstructured) error { return nil },
+		OperatorLog(func() (string, error) { return "", errors.New("open op_w.log: no such file or directory") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := OperatorLogUnread + ": open op_w.log: no such file or directory"; len(vs) != 1 || !strings.HasSuffix(vs[0].Detail, want) {
+		t.Errorf("verdicts %v, want one ending with %q", vs, want)
 	}
 }

@@ -58,6 +58,9 @@ type Extension struct {
 	// lastConditions are the ClusterExtension's conditions when ExpectUninstalled last saw it: once it
 	// is gone, what the operand-cleanup controller said last (why it let the operator go).
 	lastConditions string
+	// operatorLog is everything the operator wrote since its install, also once uninstalled
+	// (followOperator).
+	operatorLog func() (string, error)
 }
 
 // NewExtension starts an OLM v1 installation in test t: it holds the kinds the operator owns
@@ -139,6 +142,7 @@ func (x *Extension) create(ctx context.Context, pkg, version string, annotations
 	ce := olmv1.ClusterExtension(x.name, x.all[0], installerSA, pkg, version)
 	olmv1.SelectCatalog(ce, x.name)
 	ce.SetAnnotations(annotations)
+	x.followOperator(ctx)
 	x.g.Expect(x.c.Create(ctx, ce)).To(Succeed())
 	x.ce = ce
 	x.ceUIDs = append(x.ceUIDs, ce.GetUID())

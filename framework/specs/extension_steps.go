@@ -141,13 +141,14 @@ func (x *Extension) explainDeploymentStays(ctx context.Context, key types.Namesp
 }
 
 // Verdicts gives each sample its verdict (olmv1.Judge): finalized by its operator, removed before the
-// operator ran, stuck Terminating or not deleted. Call it once the operator stopped (ExpectUninstalled).
+// operator ran, stuck Terminating or not deleted, quoting for one the operator did not finalize what
+// it logged last about it. Call it once the operator stopped (ExpectUninstalled).
 func (x *Extension) Verdicts(ctx context.Context) []olmv1.CRVerdict {
 	finalized := x.in.Finalized
 	if finalized == nil {
 		finalized = func(context.Context, client.Client, *unstructured.Unstructured) error { return nil }
 	}
-	vs, err := olmv1.Judge(ctx, x.c, x.ops.items, finalized)
+	vs, err := olmv1.Judge(ctx, x.c, x.ops.items, finalized, olmv1.OperatorLog(x.operatorLog))
 	x.g.Expect(err).NotTo(HaveOccurred())
 	return vs
 }

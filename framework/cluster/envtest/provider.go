@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -109,7 +110,7 @@ func New(ctx context.Context, opts ...Option) (_ *Provider, err error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	p.runtime = localruntime.New(p.cfg, o.registry, filepath.Join(p.workDir, "logs", "operators"),
+	p.runtime = localruntime.New(p.cfg, o.registry, p.operatorLogDir(),
 		localruntime.WithLogger(o.log.WithName("local-runtime")), localruntime.WithWorkDir(filepath.Join(p.workDir, "runtime")))
 	if err := p.step("local operator runtime", func() error { return p.runtime.Start(context.WithoutCancel(ctx)) }); err != nil {
 		return nil, err
@@ -319,6 +320,16 @@ func (p *Provider) WorkDir() string { return p.workDir }
 // runs in the process that started the cluster).
 func (p *Provider) Runtime() *localruntime.Runtime { return p.runtime }
 
+// operatorLogDir is the local runtime's log dir: in the work dir, so a provider made by Connect reads it too.
+func (p *Provider) operatorLogDir() string { return filepath.Join(p.workDir, "logs", "operators") }
+
+// WorkloadLog is everything the local runtime's operator for Deployment namespace/name wrote, also
+// once the Deployment is gone (cluster.WorkloadLogs).
+func (p *Provider) WorkloadLog(namespace, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(p.operatorLogDir(), localruntime.LogFile(types.NamespacedName{Namespace: namespace, Name: name})))
+	return string(b), err
+}
+
 // Registry is the set of images the local runtime can run; register more before installing operators
 // (only in the process that started the cluster: a provider made by Connect runs nothing).
 func (p *Provider) Registry() *localruntime.Registry { return p.opts.registry }
@@ -329,6 +340,7 @@ var (
 	_ cluster.OLMStopper     = (*Provider)(nil)
 	_ cluster.Disposable     = (*Provider)(nil)
 	_ cluster.WebhookLimited = (*Provider)(nil)
+	_ cluster.WorkloadLogs   = (*Provider)(nil)
 )
 
 // WebhooksUnsupported implements cluster.WebhookLimited: operators run on this machine (in the test
