@@ -111,7 +111,7 @@ func TestLastLine(t *testing.T) {
 	for log, want := range map[string]string{
 		"": "",
 		`{"level":"info","ts":"2026-12-04T11:16:29Z","logger":"op","msg":"Wait completed, proceeding to shutdown the manager","x":1}` + "\n\n": "2026-12-04T11:16:29Z op Wait completed, proceeding to shutdown the manager",
-		"I1204 11:16:29.000000       1 main.go:9] stopped\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:52 +0x1d\n": "I1204 11:16:29.000000       1 main.go:9] stopped",
+		"I1204 11:16:29.000000       1 main.go:9] stopped\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:52 +0x1d\n":                     "I1204 11:16:29.000000       1 main.go:9] stopped",
 	} {
 		if got := crashlog.LastLine(log); got != want {
 			t.Errorf("LastLine(%q) = %q, want %q", log, got, want)
