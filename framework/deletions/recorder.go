@@ -11,7 +11,6 @@ package deletions
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,10 +36,6 @@ type Deletion struct {
 	Step int
 	// At is when the recorder saw it.
 	At time.Time
-	// LastWrite names the object's last write before it was removed, from its managedFields: each
-	// manager that wrote at that time, with its operation ("widget-operator (Update at 10:00:01)").
-	// For an object that had finalizers it names who removed the last one. Empty until the removal.
-	LastWrite string
 }
 
 func (d Deletion) String() string {
@@ -68,10 +63,6 @@ func Start(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResourc
 	if err != nil {
 		return nil, err
 	}
-	return start(ctx, dyn, gvr)
-}
-
-func start(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource) (*Recorder, error) {
 	w, err := dyn.Resource(gvr).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("watching %s to record deletions: %w", gvr, err)
@@ -104,57 +95,9 @@ func (r *Recorder) run(w watch.Interface) {
 				r.deletions = append(r.deletions, Deletion{UID: u.GetUID(), Namespace: u.GetNamespace(), Name: u.GetName(),
 					Finalizers: u.GetFinalizers(), Step: r.step, At: time.Now()})
 			}
-			if ev.Type == watch.Deleted {
-				r.removed(u)
-			}
 		}
 		r.mu.Unlock()
 	}
-}
-
-// removed records u's last write in its deletion (the removal's event carries its last state).
-func (r *Recorder) removed(u *unstructured.Unstructured) {
-	for i := len(r.deletions) - 1; i >= 0; i-- {
-		if r.deletions[i].UID == u.GetUID() {
-			r.deletions[i].LastWrite = lastWrite(u.GetManagedFields())
-			return
-		}
-	}
-}
-
-// lastWrite names the managers whose managedFields entry is the newest (entries have a time to the
-// second, so several may share it).
-func lastWrite(fields []metav1.ManagedFieldsEntry) string {
-	var last time.Time
-	for _, f := range fields {
-		if f.Time != nil && f.Time.After(last) {
-			last = f.Time.Time
-		}
-	}
-	var out []string
-	for _, f := range fields {
-		if f.Time == nil || !f.Time.Time.Equal(last) {
-			continue
-		}
-		op := string(f.Operation)
-		if f.Subresource != "" {
-			op += " of " + f.Subresource
-		}
-		out = append(out, fmt.Sprintf("%s (%s at %s)", f.Manager, op, last.UTC().Format("15:04:05")))
-	}
-	return strings.Join(out, ", ")
-}
-
-// Of is the deletion recorded of the object with uid, if any.
-func (r *Recorder) Of(uid types.UID) (Deletion, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, d := range r.deletions {
-		if d.UID == uid {
-			return d, true
-		}
-	}
-	return Deletion{}, false
 }
 
 // Stamp sets the step recorded with the deletions seen from now on.

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/crashlog"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/deletions"
 )
 
 // Verdict is what an uninstall did to one custom resource.
@@ -49,7 +48,6 @@ type JudgeOption func(*judgeOptions)
 
 type judgeOptions struct {
 	operatorLog func() (string, error)
-	recorded    func(types.UID) (deletions.Deletion, bool)
 }
 
 // OperatorLog lets Judge quote, for each CR its operator did not finalize (stuck Terminating, or
@@ -60,22 +58,15 @@ func OperatorLog(log func() (string, error)) JudgeOption {
 	return func(o *judgeOptions) { o.operatorLog = log }
 }
 
-// Recorded lets Judge name, for a CR that went before its operator finalized it, its last write before
-// it went: who removed its last finalizer (deletions.Deletion.LastWrite). of is a deletions.Recorder's
-// Of, of a recorder started before the uninstall.
-func Recorded(of func(types.UID) (deletions.Deletion, bool)) JudgeOption {
-	return func(o *judgeOptions) { o.recorded = of }
-}
-
 // Judge gives each of objs its verdict, once nothing will change any more (the operator stopped).
 // finalized says whether the operator's finalizer work for a CR is done, e.g. fixtures/widget.Finalized.
 func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructured,
 	finalized func(context.Context, client.Client, *unstructured.Unstructured) error, opts ...JudgeOption) ([]CRVerdict, error) {
-	var jo judgeOptions
+	var o judgeOptions
 	for _, opt := range opts {
-		opt(&jo)
+		opt(&o)
 	}
-	said := jo.operatorSaid()
+	said := o.operatorSaid()
 	var out []CRVerdict
 	crds := map[schema.GroupVersionKind]crdState{} // read once per kind
 	for _, o := range objs {
@@ -86,7 +77,7 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		switch {
 		case apierrors.IsNotFound(err):
 			if ferr := finalized(ctx, c, o); ferr != nil {
-				v.Verdict, v.Detail = RemovedUnfinalized, "gone, but "+ferr.Error()+jo.lastWrite(o)+said(o)
+				v.Verdict, v.Detail = RemovedUnfinalized, "gone, but "+ferr.Error()+said(o)
 			} else {
 				v.Verdict, v.Detail = Finalized, "gone, its finalizer's work done"
 			}
@@ -111,21 +102,6 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// lastWrite is, as a "; ..." suffix, who wrote cr last before it went ("" without Recorded).
-func (o judgeOptions) lastWrite(cr *unstructured.Unstructured) string {
-	if o.recorded == nil {
-		return ""
-	}
-	d, ok := o.recorded(cr.GetUID())
-	switch {
-	case !ok:
-		return "; the deletion recorder did not see it go"
-	case d.LastWrite == "":
-		return "; the deletion recorder saw it go with no managedFields"
-	}
-	return "; its last write before it went: " + d.LastWrite
 }
 
 // OperatorLogUnread starts what a verdict says when OperatorLog's log could not be read.

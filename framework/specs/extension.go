@@ -16,13 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/bundle"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/deletions"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
@@ -63,8 +61,6 @@ type Extension struct {
 	// operatorLog is everything the operator wrote since its install, also once uninstalled
 	// (followOperator).
 	operatorLog func() (string, error)
-	// recorders record every deletion of the samples' kinds since CreateOperands (recordDeletions).
-	recorders map[schema.GroupVersionKind]*deletions.Recorder
 }
 
 // NewExtension starts an OLM v1 installation in test t: it holds the kinds the operator owns

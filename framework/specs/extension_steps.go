@@ -29,7 +29,6 @@ func (x *Extension) CreateOperands(ctx context.Context) {
 	defer phase(x.t, string(WaitReconciled))()
 	x.t.Step("creating operands in " + joinNames(x.all))
 	x.ops = createSamples(ctx, x.g, x.c, func(ctx context.Context, o client.Object) error { return x.c.Create(ctx, o) }, x.in.Samples, x.all...)
-	x.recordDeletions(ctx)
 	if x.in.Reconciled == nil {
 		warnf(x.t, noReconciledCheck)
 		return
@@ -143,13 +142,13 @@ func (x *Extension) explainDeploymentStays(ctx context.Context, key types.Namesp
 
 // Verdicts gives each sample its verdict (olmv1.Judge): finalized by its operator, removed before the
 // operator ran, stuck Terminating or not deleted, quoting for one the operator did not finalize what
-// it logged last about it and, for one that went, who wrote it last. Call it once the operator stopped (ExpectUninstalled).
+// it logged last about it. Call it once the operator stopped (ExpectUninstalled).
 func (x *Extension) Verdicts(ctx context.Context) []olmv1.CRVerdict {
 	finalized := x.in.Finalized
 	if finalized == nil {
 		finalized = func(context.Context, client.Client, *unstructured.Unstructured) error { return nil }
 	}
-	vs, err := olmv1.Judge(ctx, x.c, x.ops.items, finalized, olmv1.OperatorLog(x.operatorLog), olmv1.Recorded(x.recordedDeletion))
+	vs, err := olmv1.Judge(ctx, x.c, x.ops.items, finalized, olmv1.OperatorLog(x.operatorLog))
 	x.g.Expect(err).NotTo(HaveOccurred())
 	return vs
 }

@@ -7,13 +7,10 @@ import (
 	"strings"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/artifacts"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
-	"github.com/cleanup-e2e/cleanup-e2e/framework/deletions"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/podlogs"
 )
@@ -50,35 +47,4 @@ func (x *Extension) followOperator(ctx context.Context) {
 	x.t.Cleanup(func(context.Context) { f.Stop() })
 	x.t.Logf("following the logs of the operator's pods into %s", dir)
 	x.operatorLog = func() (string, error) { return f.Text(intervals.Get(intervals.Request)), nil }
-}
-
-// recordDeletions records every deletion of the samples' kinds from now on (framework/deletions), so a
-// verdict names who wrote a CR last before it went: who removed its last finalizer.
-func (x *Extension) recordDeletions(ctx context.Context) {
-	if x.recorders != nil {
-		return
-	}
-	x.recorders = map[schema.GroupVersionKind]*deletions.Recorder{}
-	for _, o := range x.ops.items {
-		gvk := o.GroupVersionKind()
-		if x.recorders[gvk] != nil {
-			continue
-		}
-		m, err := x.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-		x.g.Expect(err).NotTo(HaveOccurred(), "the resource of %s", gvk)
-		rec, err := deletions.Start(context.WithoutCancel(ctx), x.in.Environment().Provider.RESTConfig(), m.Resource)
-		x.g.Expect(err).NotTo(HaveOccurred())
-		x.t.Cleanup(func(context.Context) { rec.Stop() })
-		x.recorders[gvk] = rec
-	}
-}
-
-// recordedDeletion is the deletion of the CR with uid, as recordDeletions recorded it.
-func (x *Extension) recordedDeletion(uid types.UID) (deletions.Deletion, bool) {
-	for _, rec := range x.recorders {
-		if d, ok := rec.Of(uid); ok {
-			return d, true
-		}
-	}
-	return deletions.Deletion{}, false
 }
