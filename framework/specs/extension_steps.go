@@ -47,7 +47,7 @@ func (x *Extension) DeleteOperands(ctx context.Context) {
 		uid := o.GetUID()
 		x.g.Expect(client.IgnoreNotFound(x.c.Delete(ctx, o.DeepCopy(), client.Preconditions{UID: &uid}))).To(Succeed())
 	}
-	expectRemoved(ctx, x.t, x.in, x.ops, x.ops.items, x.crashLoopCheck(ctx))
+	expectRemoved(ctx, x.t, x.in, x.ops, x.ops.items, x.crashLoopCheck(ctx), x.operatorLog)
 }
 
 // Uninstall deletes the ClusterExtension with propagation policy (Background is what kubectl delete

@@ -43,6 +43,8 @@ type Installation struct {
 	// logs reads the operator's pod logs on a cluster with nodes, for the last error a crash-looping
 	// operator logged (nil without a provider's REST config).
 	logs olm.PodLogs
+	// operatorLog is everything the operator wrote since its install (keepOperatorLog).
+	operatorLog func() (string, error)
 	// webhooksServing: the CSV's webhooks were found callable once (WaitWebhooksServing).
 	webhooksServing bool
 	// leftovers check state (leftovers.go)
@@ -123,6 +125,15 @@ func (r *Installation) Install(ctx context.Context, bundleDir string, cleanup *b
 			collectOnFailure(ctx, r.t, r.in.Environment, r.all...)
 		}
 	})
+	if r.operatorLog == nil {
+		r.operatorLog, err = keepOperatorLog(ctx, r.t, r.in.Environment().Provider, r.l.operator, func() *operatorsv1alpha1.ClusterServiceVersion {
+			if r.csv != nil {
+				return r.csv
+			}
+			return b.CSV
+		})
+		r.g.Expect(err).NotTo(HaveOccurred(), "keep the operator's log")
+	}
 	csv, err := olm.InstallBundle(ctx, olm.InstallBundleInput{Client: r.c, BundleDir: bundleDir, Namespace: r.l.operator,
 		InstallMode: r.l.mode, TargetNamespaces: r.targetsForInstall(), Cleanup: cleanup, Timeout: r.within(r.in.Timeout), Logs: r.logs})
 	r.g.Expect(readable(err)).To(Succeed())
@@ -356,13 +367,15 @@ func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unst
 
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.
 func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.Unstructured) {
-	expectRemoved(ctx, r.t, r.in, r.ops, objs, r.crashLoopCheck(ctx))
+	expectRemoved(ctx, r.t, r.in, r.ops, objs, r.crashLoopCheck(ctx), r.operatorLog)
 }
 
 // expectRemoved waits (in the phase WaitRemoved) until objs, operands of ops, are gone and in.Finalized
 // holds for each; crashing stops the wait once the operator crash-loops (one that crashes in its
-// finalizer, a panic).
-func expectRemoved(ctx context.Context, t T, in OperandCleanupSpecInput, ops *operands, objs []*unstructured.Unstructured, crashing func() error) {
+// finalizer, a panic). A failure quotes, for each operand left, the last error its operator logged
+// about it (log, when not nil).
+func expectRemoved(ctx context.Context, t T, in OperandCleanupSpecInput, ops *operands, objs []*unstructured.Unstructured,
+	crashing func() error, log func() (string, error)) {
 	defer phase(t, string(WaitRemoved))()
 	g := t.Gomega()
 	g.Eventually(func() ([]string, error) {
@@ -370,7 +383,9 @@ func expectRemoved(ctx context.Context, t T, in OperandCleanupSpecInput, ops *op
 			return nil, err
 		}
 		return ops.existing(ctx, objs)
-	}).WithContext(ctx).WithTimeout(within(t, in.Timeout)).Should(BeEmpty(), "operands that cleanup must remove")
+	}).WithContext(ctx).WithTimeout(within(t, in.Timeout)).Should(BeEmpty(), func() string {
+		return "operands that cleanup must remove" + operatorSaid(log, ops.live(ctx, objs))
+	})
 	if in.Finalized == nil {
 		warnf(t, "OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that "+
 			"cleans up from one that only removes itself — one that skips its work passes, unless what it should have "+
@@ -380,7 +395,10 @@ func expectRemoved(ctx context.Context, t T, in OperandCleanupSpecInput, ops *op
 	}
 	for _, o := range objs {
 		g.Eventually(func() error { return in.Finalized(ctx, ops.c, o) }).WithContext(ctx).WithTimeout(within(t, in.Timeout)).
-			Should(Succeed(), "the operator's finalizer should have cleaned up after %s %s", o.GetKind(), describeKey(o))
+			Should(Succeed(), func() string {
+				return fmt.Sprintf("the operator's finalizer should have cleaned up after %s %s", o.GetKind(), describeKey(o)) +
+					operatorSaid(log, []*unstructured.Unstructured{o})
+			})
 	}
 }
 

@@ -81,6 +81,11 @@ func enabledCaseCatchesMutants(t *testing.T) {
 		specs.Mutant{Name: string(widget.KeepsItsFinalizer), Use: use(widget.KeepsItsFinalizer),
 			Want:     []string{"operands that cleanup must remove", "kept by finalizer(s) [" + widget.Finalizer + "], which the spec did not add"},
 			CaughtBy: specs.WaitRemoved},
+		// A finalizer that fails: the failure quotes the operator's own error about each Widget left.
+		specs.Mutant{Name: string(widget.CannotDeleteItsRecord), Use: use(widget.CannotDeleteItsRecord),
+			Want: []string{"operands that cleanup must remove", "its operator's last error about it: ", "deleting record: configmaps",
+				"is forbidden: its Role lacks delete on configmaps (mutant)"},
+			CaughtBy: specs.WaitRemoved},
 		// An operator that exits at start: the install stops at its third exit, quoting the error it
 		// logged, not the stack frame its logger printed last, and well before the CSV wait's timeout (the
 		// bound is a third of it: on a loaded 2-core machine the install before the exits alone took 30 s).

@@ -138,6 +138,19 @@ func (o *operands) existing(ctx context.Context, objs []*unstructured.Unstructur
 	return out, nil
 }
 
+// live are those of objs that still exist (as last read; on an error, all of them).
+func (o *operands) live(ctx context.Context, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, it := range objs {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(it.GroupVersionKind())
+		if err := o.c.Get(ctx, types.NamespacedName{Namespace: it.GetNamespace(), Name: it.GetName()}, live); !apierrors.IsNotFound(err) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // describeOperand says what keeps a live operand: nothing deleted it, only the spec's hold, or
 // finalizers the spec did not add — on a cleanup that stalls, usually the operator's own, which it has
 // not removed (a failure must name that, not only that the CSV still lists the operand).
