@@ -62,6 +62,10 @@ func TestTheModuleAsTheProxyServesIt(t *testing.T) {
 	// modules a build of this checkout never downloaded (a fresh machine has none of them).
 	env := append(os.Environ(), "GOPROXY=file://"+proxy+",file://"+filepath.Join(modcache, "cache", "download")+","+goEnv(t, "GOPROXY"),
 		"GOSUMDB=off", "GOWORK=off",
+		// The go command's module index takes a module cache directory for immutable: it kept a previous
+		// run's imports of this constant version ("could not import errors (open : no such file or
+		// directory)" once a file imported a new package).
+		"GODEBUG=goindex=0",
 		// Go's default compile mode, as the consumer's own go test has it, not make test's (-trimpath
 		// and build tags, scripts/lib.sh): a first run compiles the dependencies once more for it.
 		"GOFLAGS=-mod=mod -modcacherw -buildvcs=false",
