@@ -3,6 +3,7 @@ package specs
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -23,8 +24,8 @@ import (
 // uninstalled. envtest's local runtime keeps each Deployment's log itself (cluster.WorkloadLogs; csv
 // says which Deployments, read at each call: an upgrade changes it). On a cluster with nodes an
 // uninstall deletes the operator's pods and their logs with them, so the logs of every pod of
-// namespace (the spec's own operator namespace) are followed into $ARTIFACTS/operator-logs/<namespace>/
-// until the spec ends.
+// namespace (the spec's own operator namespace) are followed into a temporary directory until the spec
+// ends, and copied to $ARTIFACTS/operator-logs/<namespace>/ when it failed.
 func keepOperatorLog(ctx context.Context, t T, p cluster.Provider, namespace string,
 	csv func() *operatorsv1alpha1.ClusterServiceVersion) (func() (string, error), error) {
 	if kept, ok := p.(cluster.WorkloadLogs); ok {
@@ -47,16 +48,37 @@ func keepOperatorLog(ctx context.Context, t T, p cluster.Provider, namespace str
 	if err != nil {
 		return nil, err
 	}
-	dir, err := filepath.Abs(filepath.Join(artifacts.Dir(), "operator-logs", namespace))
+	return followPods(ctx, t, cs, namespace)
+}
+
+// followPods follows the logs of namespace's pods until t ends, leaving them among the artifacts when
+// t failed, and returns their reader.
+func followPods(ctx context.Context, t T, cs kubernetes.Interface, namespace string) (func() (string, error), error) {
+	dir, err := os.MkdirTemp("", "operator-logs-")
 	if err != nil {
 		return nil, err
 	}
 	f, err := podlogs.Follow(context.WithoutCancel(ctx), cs, namespace, dir)
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	t.Cleanup(func(context.Context) { f.Stop() })
-	t.Logf("following the logs of the pods in %s into %s", namespace, dir)
+	t.Cleanup(func(context.Context) {
+		f.Stop()
+		defer os.RemoveAll(dir)
+		if !t.Failed() {
+			return
+		}
+		keep, err := filepath.Abs(filepath.Join(artifacts.Dir(), "operator-logs", namespace))
+		if err == nil {
+			err = os.CopyFS(keep, os.DirFS(dir))
+		}
+		if err != nil {
+			t.Logf("the logs of the pods in %s: keeping them among the artifacts: %v", namespace, err)
+			return
+		}
+		t.Logf("the logs of the pods in %s, from the install on: %s", namespace, keep)
+	})
 	return func() (string, error) { return f.Text(intervals.Get(intervals.Request)), nil }, nil
 }
 
