@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
@@ -23,6 +24,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/podlogs"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
 
@@ -32,6 +34,17 @@ type widgetExtension struct {
 	ce      *unstructured.Unstructured
 	ns      string // the install namespace
 	widgets []*unstructured.Unstructured
+	// log is what the operator's pods wrote since the install (followed: the uninstall deletes them).
+	log *podlogs.Follower
+}
+
+// judge gives each Widget its verdict (olmv1.Judge), quoting what the operator said last about it.
+func (x *widgetExtension) judge(ctx context.Context) []olmv1.CRVerdict {
+	verdicts, err := olmv1.Judge(ctx, k8s, x.widgets, widget.Finalized, olmv1.OperatorLog(func() (string, error) {
+		return x.log.Text(intervals.Get(intervals.Request)), nil
+	}))
+	Expect(err).NotTo(HaveOccurred())
+	return verdicts
 }
 
 // installWidgetExtension holds widget-operator's APIs exclusively, removes CRDs another install left (OLM v0 keeps
@@ -71,6 +84,11 @@ func installWidgetExtension(ctx context.Context) *widgetExtension {
 		_ = k8s.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: x.ns + "-installer-cluster-admin"}})
 	})
 	Expect(olmv1.CreateInstaller(ctx, k8s, x.ns, "installer")).To(Succeed())
+	cs, err := kubernetes.NewForConfig(provider.RESTConfig())
+	Expect(err).NotTo(HaveOccurred())
+	x.log, err = podlogs.Follow(context.WithoutCancel(ctx), cs, x.ns, GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(x.log.Stop)
 	x.ce = olmv1.ClusterExtension("widget-"+suffix, x.ns, "installer", widget.Name, "0.1.0")
 	olmv1.SelectCatalog(x.ce, olmv1Catalog)
 	Expect(k8s.Create(ctx, x.ce)).To(Succeed())

@@ -57,8 +57,7 @@ var _ = runsPods && Describe("OLM v1 on kind: deleting a ClusterExtension", Orde
 		deleted := time.Now()
 		Expect(k8s.Delete(ctx, x.ce)).To(Succeed())
 		x.waitSettled(ctx, deleted)
-		verdicts, err := olmv1.Judge(ctx, k8s, x.widgets, widget.Finalized)
-		Expect(err).NotTo(HaveOccurred())
+		verdicts := x.judge(ctx)
 		GinkgoWriter.Printf("%s after deleting ClusterExtension %s:\n%s\n", since(deleted), x.ce.GetName(), olmv1.Report(verdicts))
 		AddReportEntry("verdicts", olmv1.Report(verdicts))
 
@@ -82,8 +81,7 @@ var _ = runsPods && Describe("OLM v1 on kind: deleting a ClusterExtension", Orde
 		deleted := time.Now()
 		Expect(k8s.Delete(ctx, x.ce)).To(Succeed())
 		x.waitSettled(ctx, deleted)
-		verdicts, err := olmv1.Judge(ctx, k8s, x.widgets, widget.Finalized)
-		Expect(err).NotTo(HaveOccurred())
+		verdicts := x.judge(ctx)
 		GinkgoWriter.Printf("verdicts:\n%s\n", olmv1.Report(verdicts))
 		for _, v := range verdicts {
 			Expect(v.Verdict).To(Equal(olmv1.Finalized), "Widget %s/%s when the CRs go before the ClusterExtension; all verdicts:\n%s",
