@@ -286,7 +286,7 @@ func pendingEntries(objs []*unstructured.Unstructured) []matchers.PendingEntry {
 }
 
 // explainOperands describes those of objs that still exist (describeOperand), for a failure: what
-// keeps each one says whose the stall is.
+// keeps each one says whose the stall is, and what the operator said last about it, why.
 func (r *Installation) explainOperands(ctx context.Context, objs []*unstructured.Unstructured) string {
 	left, err := r.ops.existing(ctx, objs)
 	switch {
@@ -299,5 +299,6 @@ func (r *Installation) explainOperands(ctx context.Context, objs []*unstructured
 	if len(left) > shown {
 		left = append(left[:shown], fmt.Sprintf("and %d more", len(left)-shown))
 	}
-	return "operands still there: " + strings.Join(left, "; ")
+	live := r.ops.live(ctx, objs)
+	return "operands still there: " + strings.Join(left, "; ") + operatorSaid(r.operatorLog, live[:min(len(live), shown)])
 }
