@@ -24,7 +24,7 @@ const maxQuote = 600
 // returns the last line that is not part of a stack trace ("" for an empty log) and false: an
 // operator that prints its fatal error with fmt.Println and exits says so that way.
 func Cause(log string) (string, bool) {
-	lines := strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n")
+	lines := splitLines(log)
 	for i := len(lines) - 1; i >= 0; i-- {
 		if q, ok := errorLine(lines, i); ok {
 			return clip(q), true
@@ -50,7 +50,7 @@ func CauseAbout(log string, names ...string) (string, bool) {
 			words = append(words, regexp.MustCompile(`(^|[^a-zA-Z0-9.-])`+regexp.QuoteMeta(n)+`($|[^a-zA-Z0-9.-])`))
 		}
 	}
-	lines := strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n")
+	lines := splitLines(log)
 	for i := len(lines) - 1; i >= 0; i-- {
 		if !namesAll(lines[i], words) {
 			continue
@@ -75,7 +75,7 @@ func namesAll(line string, words []*regexp.Regexp) bool {
 // logger and message ("" for an empty log): how an operator that logged no error ended, e.g.
 // controller-runtime's "Wait completed, proceeding to shutdown the manager" after a SIGTERM.
 func LastLine(log string) string {
-	lines := strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n")
+	lines := splitLines(log)
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(lines[i])
 		if l == "" || stackLine(lines[i]) {
@@ -217,6 +217,9 @@ func stackLine(raw string) bool {
 	}
 	return strings.Contains(name, ".") && !strings.ContainsAny(name, " \t\"'{}=:")
 }
+
+// splitLines splits a log into its lines, whichever line ends it uses.
+func splitLines(log string) []string { return strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n") }
 
 func clip(s string) string {
 	if len(s) <= maxQuote {

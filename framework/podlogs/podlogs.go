@@ -184,9 +184,6 @@ wait:
 	return b.String()
 }
 
-// Dir is where the Follower writes.
-func (f *Follower) Dir() string { return f.dir }
-
 // Stop ends every stream and the pod watch, and returns once they ended.
 func (f *Follower) Stop() {
 	f.cancel()
