@@ -219,7 +219,9 @@ func stackLine(raw string) bool {
 }
 
 // splitLines splits a log into its lines, whichever line ends it uses.
-func splitLines(log string) []string { return strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n") }
+func splitLines(log string) []string {
+	return strings.Split(strings.ReplaceAll(log, "\r\n", "\n"), "\n")
+}
 
 func clip(s string) string {
 	if len(s) <= maxQuote {
