@@ -43,13 +43,7 @@ func Cause(log string) (string, bool) {
 // when no error line names them. It is what an operator said, last, about one object: controller-
 // runtime's "Reconciler error" carries the object's name and namespace, and an API error quotes its name.
 func CauseAbout(log string, names ...string) (string, bool) {
-	words := make([]*regexp.Regexp, 0, len(names))
-	for _, n := range names {
-		if n != "" {
-			// A Kubernetes name is [a-z0-9.-]: "w1" must not match "w10" or "ns-w1".
-			words = append(words, regexp.MustCompile(`(^|[^a-zA-Z0-9.-])`+regexp.QuoteMeta(n)+`($|[^a-zA-Z0-9.-])`))
-		}
-	}
+	words := wholeNames(names)
 	lines := splitLines(log)
 	for i := len(lines) - 1; i >= 0; i-- {
 		if !namesAll(lines[i], words) {
@@ -62,6 +56,18 @@ func CauseAbout(log string, names ...string) (string, bool) {
 	return "", false
 }
 
+// wholeNames matches each of names as a whole Kubernetes name ("" names nothing and is left out).
+func wholeNames(names []string) []*regexp.Regexp {
+	words := make([]*regexp.Regexp, 0, len(names))
+	for _, n := range names {
+		if n != "" {
+			// A Kubernetes name is [a-z0-9.-]: "w1" must not match "w10" or "ns-w1".
+			words = append(words, regexp.MustCompile(`(^|[^a-zA-Z0-9.-])`+regexp.QuoteMeta(n)+`($|[^a-zA-Z0-9.-])`))
+		}
+	}
+	return words
+}
+
 func namesAll(line string, words []*regexp.Regexp) bool {
 	for _, w := range words {
 		if !w.MatchString(line) {
@@ -71,14 +77,17 @@ func namesAll(line string, words []*regexp.Regexp) bool {
 	return true
 }
 
-// LastLine is the log's last line that is not part of a stack trace, a structured one as its time,
-// logger and message ("" for an empty log): how an operator that logged no error ended, e.g.
-// controller-runtime's "Wait completed, proceeding to shutdown the manager" after a SIGTERM.
-func LastLine(log string) string {
+// LastLine is the log's last line that is not part of a stack trace and names every one of names as
+// whole names (none: any line), a structured one as its time, logger and message; "" when there is
+// none. Without names: how an operator that logged no error ended, e.g. controller-runtime's "Wait
+// completed, proceeding to shutdown the manager" after a SIGTERM; with an object's name and namespace:
+// what the operator last did with it, e.g. "removed finalizer".
+func LastLine(log string, names ...string) string {
+	words := wholeNames(names)
 	lines := splitLines(log)
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(lines[i])
-		if l == "" || stackLine(lines[i]) {
+		if l == "" || stackLine(lines[i]) || !namesAll(lines[i], words) {
 			continue
 		}
 		var m map[string]any

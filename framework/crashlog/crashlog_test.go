@@ -117,6 +117,15 @@ func TestLastLine(t *testing.T) {
 			t.Errorf("LastLine(%q) = %q, want %q", log, got, want)
 		}
 	}
+	log := `{"ts":"10:00:01","msg":"removed finalizer","namespace":"a","name":"w1"}` + "\n" +
+		`{"ts":"10:00:02","msg":"created record","namespace":"a","name":"w10"}` + "\n"
+	for names, want := range map[[2]string]string{
+		{"w1", "a"}: "10:00:01 removed finalizer", {"w10", "a"}: "10:00:02 created record", {"w2", "a"}: "", {"", ""}: "10:00:02 created record",
+	} {
+		if got := crashlog.LastLine(log, names[0], names[1]); got != want {
+			t.Errorf("LastLine(log, %q, %q) = %q, want %q", names[0], names[1], got, want)
+		}
+	}
 }
 
 // What an operator said last about one custom resource: the "Reconciler error" controller-runtime logs

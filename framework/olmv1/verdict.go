@@ -129,8 +129,11 @@ func (o judgeOptions) operatorSaid() func(*unstructured.Unstructured) string {
 		if err != nil {
 			return "; " + OperatorLogUnread + ": " + err.Error()
 		}
+		if last := crashlog.LastLine(log, cr.GetName(), cr.GetNamespace()); last != "" {
+			return "; its operator logged no error about it, its last line about it: " + last
+		}
 		if end := crashlog.LastLine(log); end != "" {
-			return "; its operator logged no error about it, and its log ends: " + end
+			return "; its operator logged nothing about it, and its log ends: " + end
 		}
 		return "; its operator logged nothing"
 	}

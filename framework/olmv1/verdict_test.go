@@ -75,7 +75,8 @@ func TestAStuckCRNamesTheCRDDeletionThatDeletedIt(t *testing.T) {
 }
 
 // With the operator's log, a CR its operator did not finalize carries the last error the operator
-// logged about it; a finalized one needs no log, and it is read once.
+// logged about it, else its last line about it, else how the log ended; a finalized one needs no log,
+// and it is read once.
 func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
 	mapper := meta.NewDefaultRESTMapper(nil)
@@ -92,7 +93,8 @@ func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 		return w
 	}
 	stuck, lost, done, quiet := widget("stuck", true), widget("lost", false), widget("done", false), widget("quiet", true)
-	cl := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(stuck, quiet).Build()
+	silent := widget("silent", true)
+	cl := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(stuck, quiet, silent).Build()
 	log := `{"level":"error","msg":"Reconciler error","namespace":"team-a","name":"stuck","error":"widgets.g.example \"stuck\" is forbidden"}` + "\n" +
 		`{"level":"error","msg":"Reconciler error","namespace":"team-a","name":"lost","error":"records: connection refused"}` + "\n" +
 		`{"level":"info","msg":"removed finalizer","namespace":"team-a","name":"quiet"}` + "\n"
@@ -103,7 +105,7 @@ func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 		}
 		return errors.New("its record is still there")
 	}
-	vs, err := Judge(context.Background(), cl, []*unstructured.Unstructured{done, stuck, lost, quiet}, finalized,
+	vs, err := Judge(context.Background(), cl, []*unstructured.Unstructured{done, stuck, lost, quiet, silent}, finalized,
 		OperatorLog(func() (string, error) { reads++; return log, nil }))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +114,8 @@ func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 		"done":  "gone, its finalizer's work done",
 		"stuck": `its operator's last error about it: Reconciler error: widgets.g.example "stuck" is forbidden`,
 		"lost":  "its operator's last error about it: Reconciler error: records: connection refused",
-		"quiet": "its operator logged no error about it, and its log ends: removed finalizer",
+		"quiet": "its operator logged no error about it, its last line about it: removed finalizer",
+		"silent": `its operator logged nothing about it, and its log ends: removed finalizer`,
 	}
 	for _, v := range vs {
 		if !strings.HasSuffix(v.Detail, want[v.Name]) {
