@@ -111,10 +111,10 @@ func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"done":  "gone, its finalizer's work done",
-		"stuck": `its operator's last error about it: Reconciler error: widgets.g.example "stuck" is forbidden`,
-		"lost":  "its operator's last error about it: Reconciler error: records: connection refused",
-		"quiet": "its operator logged no error about it, its last line about it: removed finalizer",
+		"done":   "gone, its finalizer's work done",
+		"stuck":  `its operator's last error about it: Reconciler error: widgets.g.example "stuck" is forbidden`,
+		"lost":   "its operator's last error about it: Reconciler error: records: connection refused",
+		"quiet":  "its operator logged no error about it, its last line about it: removed finalizer",
 		"silent": `its operator logged nothing about it, and its log ends: removed finalizer`,
 	}
 	for _, v := range vs {
