@@ -384,7 +384,11 @@ func expectRemoved(ctx context.Context, t T, in OperandCleanupSpecInput, ops *op
 		}
 		return ops.existing(ctx, objs)
 	}).WithContext(ctx).WithTimeout(within(t, in.Timeout)).Should(BeEmpty(), func() string {
-		return "operands that cleanup must remove" + operatorSaid(log, ops.live(ctx, objs))
+		left, err := ops.live(ctx, objs)
+		if err != nil {
+			left = objs // the quote then covers every operand
+		}
+		return "operands that cleanup must remove" + operatorSaid(log, left)
 	})
 	if in.Finalized == nil {
 		warnf(t, "OperandCleanupSpecInput.Finalized is not set: these specs cannot tell a finalizer that "+

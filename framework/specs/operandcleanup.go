@@ -288,17 +288,17 @@ func pendingEntries(objs []*unstructured.Unstructured) []matchers.PendingEntry {
 // explainOperands describes those of objs that still exist (describeOperand), for a failure: what
 // keeps each one says whose the stall is, and what the operator said last about it, why.
 func (r *Installation) explainOperands(ctx context.Context, objs []*unstructured.Unstructured) string {
-	left, err := r.ops.existing(ctx, objs)
+	live, err := r.ops.live(ctx, objs)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("could not read the operands: %v", err)
-	case len(left) == 0:
+	case len(live) == 0:
 		return ""
 	}
+	left := describeOperands(live)
 	const shown = 5 // the cap spec has dozens, alike
 	if len(left) > shown {
 		left = append(left[:shown], fmt.Sprintf("and %d more", len(left)-shown))
 	}
-	live := r.ops.live(ctx, objs)
 	return "operands still there: " + strings.Join(left, "; ") + operatorSaid(r.operatorLog, live[:min(len(live), shown)])
 }

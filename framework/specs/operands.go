@@ -121,7 +121,16 @@ func (o *operands) where(namespaces []string, clusterScopedInside bool) (inside,
 
 // existing returns "Kind ns/name" of the given operands that still exist.
 func (o *operands) existing(ctx context.Context, objs []*unstructured.Unstructured) ([]string, error) {
-	var out []string
+	live, err := o.live(ctx, objs)
+	if err != nil {
+		return nil, err
+	}
+	return describeOperands(live), nil
+}
+
+// live reads those of objs that still exist.
+func (o *operands) live(ctx context.Context, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
 	for _, it := range objs {
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(it.GroupVersionKind())
@@ -132,22 +141,18 @@ func (o *operands) existing(ctx context.Context, objs []*unstructured.Unstructur
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, describeOperand(live, time.Now()))
+		out = append(out, live)
 	}
-	sort.Strings(out)
 	return out, nil
 }
 
-// live are those of objs that still exist (as last read; on an error, all of them).
-func (o *operands) live(ctx context.Context, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, it := range objs {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(it.GroupVersionKind())
-		if err := o.c.Get(ctx, types.NamespacedName{Namespace: it.GetNamespace(), Name: it.GetName()}, live); !apierrors.IsNotFound(err) {
-			out = append(out, it)
-		}
+// describeOperands is describeOperand of each of live, sorted.
+func describeOperands(live []*unstructured.Unstructured) []string {
+	out := make([]string, 0, len(live))
+	for _, o := range live {
+		out = append(out, describeOperand(o, time.Now()))
 	}
+	sort.Strings(out)
 	return out
 }
 
