@@ -86,7 +86,7 @@ else
   # After the first failure the rest are built: that host would likely time out on them too.
   while [ ${#missing[@]} -gt 0 ]; do
     b=${missing[0]}
-    if ! step "download $b $KUBE_VERSION from $release" download file -timeout "${KUBE_DOWNLOAD_TIMEOUT:-10m}" -o "$out/$b" "$release/$b"; then
+    if ! step "download $b $KUBE_VERSION from $release" fetch_checked "$release/$b" "$out/$b"; then
       break
     fi
     if [[ $(version_of "$out/$b") != *"$KUBE_VERSION"* ]]; then

@@ -56,8 +56,8 @@ if [ "${OLM_DOWNLOAD:-1}" != 0 ]; then
   elif why=$(unreachable "$image"); then
     log "OLM ${missing[*]} not taken from $image: $why"
   elif step "OLM ${missing[*]} $OLM_VERSION from upstream's image $image" \
-      download image -timeout "${OLM_DOWNLOAD_TIMEOUT:-10m}" -o "$out" "$image" "${missing[@]/#/bin/}"; then
-    # download writes every file or none
+      image_files "$image" "$out" "${missing[@]/#/bin/}"; then
+    # image_files writes every file or none
     for b in "${missing[@]}"; do echo "$OLM_VERSION" > "$out/.$b.stamp"; done
     exit 0
   fi

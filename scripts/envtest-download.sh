@@ -15,14 +15,7 @@ if why=$(unreachable "$index"); then
   exit 1
 fi
 
-tool=$BIN_DIR/setup-envtest-$SETUP_ENVTEST_VERSION
-if [ ! -x "$tool" ]; then
-  # Copied out of go run's executable cache: linked once per Go build cache, not once per $CACHE_DIR
-  # as `go install` would (the download tests use a $CACHE_DIR per run).
-  go run -exec cp "sigs.k8s.io/controller-runtime/tools/setup-envtest@$SETUP_ENVTEST_VERSION" "$tool.$$" \
-    || die "could not build setup-envtest $SETUP_ENVTEST_VERSION from the Go module proxy"
-  mv -f "$tool.$$" "$tool"
-fi
+tool=$(go_tool "sigs.k8s.io/controller-runtime/tools/setup-envtest@$SETUP_ENVTEST_VERSION") || exit 1
 
 args=(use "${KUBE_VERSION#v}" --bin-dir "$CACHE_DIR/setup-envtest" -p path)
 [ -z "${ENVTEST_INDEX:-}" ] || args+=(--index "$ENVTEST_INDEX")

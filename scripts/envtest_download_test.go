@@ -82,7 +82,7 @@ func TestEnvtestDownload(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "index.invalid does not resolve") {
 		t.Errorf("an index whose host does not resolve: err=%v, output %q; want a failure naming the host", err, out)
 	}
-	if tools, _ := filepath.Glob(filepath.Join(cache, "bin", "setup-envtest-*")); len(tools) > 0 {
+	if tools, _ := filepath.Glob(filepath.Join(cache, "bin", "tools", "setup-envtest@*")); len(tools) > 0 {
 		t.Errorf("setup-envtest was built (%v) though its index's host does not resolve", tools)
 	}
 }

@@ -104,8 +104,51 @@ unreachable() {
     && ! getent hosts "$host" >/dev/null && echo "$host does not resolve and no HTTPS proxy is set"
 }
 
-# download ARGS...: scripts/download (checksum-checked release files, files out of an image named by digest).
-download() { (cd "$REPO_ROOT" && go run ./scripts/download "$@"); }
+# go_tool PKG@VERSION: prints the path of that Go program, linked once per $BIN_DIR (go run's binary
+# copied out: the download tests use a $CACHE_DIR each, and a Go build cache serves them all).
+go_tool() {
+  local bin=$BIN_DIR/tools/${1##*/}
+  if [ ! -x "$bin" ]; then
+    mkdir -p "${bin%/*}"
+    go run -exec cp "$1" "$bin.$$" >&2 || { log "could not build $1 from the Go module proxy"; return 1; }
+    mv -f "$bin.$$" "$bin"
+  fi
+  echo "$bin"
+}
+
+# fetch_checked URL OUT: URL into OUT (executable), checked against the SHA-256 in URL.sha256 as dl.k8s.io
+# publishes it; on any failure says why and writes nothing. DOWNLOAD_TIMEOUT: seconds per file (600);
+# a host that sends nothing for 30 s fails sooner.
+fetch_checked() {
+  local curl=(curl -fsSL --connect-timeout 10 --speed-limit 1 --speed-time 30 --max-time "${DOWNLOAD_TIMEOUT:-600}")
+  local tmp want got
+  command -v curl >/dev/null || apt_install curl ca-certificates
+  tmp=$(mktemp "$2.XXXXXX")
+  if ! "${curl[@]}" -o "$tmp" "$1" || ! want=$("${curl[@]}" "$1.sha256"); then
+    rm -f "$tmp"; log "$1: could not download it or its checksum (curl's error above)"; return 1
+  fi
+  got=$(sha256sum "$tmp" | cut -c1-64) want=${want%%[[:space:]]*}
+  [ "$got" = "$want" ] || { rm -f "$tmp"; log "$1 has SHA-256 $got, but $1.sha256 says $want: not used"; return 1; }
+  chmod 755 "$tmp" && mv -f "$tmp" "$2"
+}
+
+# image_files IMAGE DIR PATH...: the regular files PATH... of IMAGE's file system for linux/$GOARCH (its
+# layers applied, as a runtime would: crane export) into DIR under their base names, all or none. IMAGE
+# is named by digest, which crane checks every blob against.
+image_files() {
+  local image=$1 dir=$2 crane tmp p; shift 2
+  [[ $image == *@sha256:* ]] || { log "$image: name it by digest (@sha256:…), as a release manifest does: the digest is what checks its content"; return 1; }
+  crane=$(go_tool "github.com/google/go-containerregistry/cmd/crane@$(cd "$REPO_ROOT" && go list -m -f '{{.Version}}' github.com/google/go-containerregistry)") || return 1
+  tmp=$(mktemp -d "$dir/.image.XXXXXX")
+  if ! timeout "${DOWNLOAD_TIMEOUT:-600}" "$crane" export --platform "linux/$(go env GOARCH)" "$image" - | tar -x -C "$tmp"; then
+    rm -rf "$tmp"; log "could not read the files of $image (crane's error above)"; return 1
+  fi
+  for p; do
+    [ -f "$tmp/$p" ] && [ ! -L "$tmp/$p" ] || { rm -rf "$tmp"; log "$image (linux/$(go env GOARCH)) has no regular file $p"; return 1; }
+  done
+  for p; do chmod 755 "$tmp/$p" && mv -f "$tmp/$p" "$dir/${p##*/}"; done
+  rm -rf "$tmp"
+}
 
 # as_root CMD...: runs CMD as root: directly, else through passwordless sudo, else fails saying why.
 as_root() {
