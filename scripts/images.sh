@@ -84,6 +84,14 @@ stage() {
 # link SRC DST: put SRC into a context without copying it (same file system), else copy.
 link() { mkdir -p "$(dirname "$2")"; ln -f "$1" "$2" 2>/dev/null || cp -f "$1" "$2"; }
 
+# scratch_image IMAGE CTX USER ENTRYPOINT [LINE...]: IMAGE FROM scratch holding CTX/rootfs, run as USER
+# with ENTRYPOINT; each LINE (EXPOSE, ENV, WORKDIR) goes into its Dockerfile.
+scratch_image() {
+  local image=$1 ctx=$2 user=$3 entrypoint=$4; shift 4
+  printf '%s\n' "FROM scratch" "COPY rootfs/ /" "$@" "USER $user" "ENTRYPOINT [\"$entrypoint\"]" >"$ctx/Dockerfile"
+  build_image "$image" "$ctx"
+}
+
 # --- binaries -----------------------------------------------------------------------------------
 step "OLM binaries (scripts/build-olm.sh)" bash scripts/build-olm.sh olm catalog package-server cpb copy-content
 step "opm and grpc_health_probe (scripts/build-opm.sh)" bash scripts/build-opm.sh opm grpc_health_probe
@@ -106,27 +114,14 @@ ctx=$(stage olm)
 for b in olm catalog package-server cpb copy-content; do link "$OLM_BIN/$b" "$ctx/rootfs/bin/$b"; done
 link "$GOBIN_DIR/cp" "$ctx/rootfs/bin/cp"
 mkdir -m 1777 "$ctx/rootfs/tmp"
-cat > "$ctx/Dockerfile" <<'EOF'
-FROM scratch
-COPY rootfs/ /
-EXPOSE 8080 5443
-USER 1001
-ENTRYPOINT ["/bin/olm"]
-EOF
-build_image "$OLM_IMAGE" "$ctx"
+scratch_image "$OLM_IMAGE" "$ctx" 1001 /bin/olm "EXPOSE 8080 5443"
 
 ctx=$(stage opm)
 link "$OPM_BIN/opm" "$ctx/rootfs/bin/opm"
 link "$OPM_BIN/grpc_health_probe" "$ctx/rootfs/bin/grpc_health_probe"
 link "$GOBIN_DIR/cp" "$ctx/rootfs/bin/cp"
 mkdir -m 1777 "$ctx/rootfs/tmp"
-cat > "$ctx/Dockerfile" <<'EOF'
-FROM scratch
-COPY rootfs/ /
-USER 1001
-ENTRYPOINT ["/bin/opm"]
-EOF
-build_image "$OPM_IMAGE" "$ctx"
+scratch_image "$OPM_IMAGE" "$ctx" 1001 /bin/opm
 
 # The catalog, as `opm generate dockerfile` builds one. A FROM-scratch build cannot RUN `opm serve
 # --cache-only`, so the cache is made here with the same opm and copied in owned by the opm image's user
@@ -147,14 +142,8 @@ build_image "$CATALOG_IMAGE" "$ctx" "$ctx/Dockerfile" serve_cache "$ctx"
 
 # --- bundles and fixture operators ------------------------------------------------------------------
 ctx=$(stage fixture-operator)
-link "$GOBIN_DIR/fixture-operator" "$ctx/fixture-operator"
-cat > "$ctx/Dockerfile" <<EOF
-FROM scratch
-COPY fixture-operator /fixture-operator
-USER $NONROOT:$NONROOT
-ENTRYPOINT ["/fixture-operator"]
-EOF
-build_image cleanup-e2e.local/fixture-operator:v0.1.0 "$ctx"
+link "$GOBIN_DIR/fixture-operator" "$ctx/rootfs/fixture-operator"
+scratch_image cleanup-e2e.local/fixture-operator:v0.1.0 "$ctx" "$NONROOT:$NONROOT" /fixture-operator
 for dir in bundles/*/v*/; do
   dir=${dir%/}; op=$(basename "$(dirname "$dir")"); version=$(basename "$dir")
   [ -f "$dir/bundle.Dockerfile" ] || continue
@@ -166,14 +155,8 @@ done
 for pair in "operand-cleanup $OPERAND_CLEANUP_IMAGE" "payload-applier $PAYLOAD_APPLIER_IMAGE"; do
   read -r name image <<<"$pair"
   ctx=$(stage "$name")
-  link "$GOBIN_DIR/$name" "$ctx/$name"
-  cat > "$ctx/Dockerfile" <<EOF
-FROM scratch
-COPY $name /$name
-USER $NONROOT:$NONROOT
-ENTRYPOINT ["/$name"]
-EOF
-  build_image "$image" "$ctx"
+  link "$GOBIN_DIR/$name" "$ctx/rootfs/$name"
+  scratch_image "$image" "$ctx" "$NONROOT:$NONROOT" "/$name"
 done
 
 # OLM v1's managers, laid out as upstream's Dockerfiles (WORKDIR /: catalogd's Deployment runs
@@ -183,39 +166,19 @@ for name in catalogd operator-controller; do
   link "$BIN_DIR/olmv1-$OLMV1_VERSION/$name" "$ctx/rootfs/$name"
   mkdir -p "$ctx/rootfs/var"
   mkdir -m 1777 "$ctx/rootfs/tmp" "$ctx/rootfs/var/tmp"
-  cat > "$ctx/Dockerfile" <<EOF
-FROM scratch
-COPY rootfs/ /
-WORKDIR /
-USER $NONROOT:$NONROOT
-ENTRYPOINT ["/$name"]
-EOF
-  build_image "cleanup-e2e.local/$name:$OLMV1_VERSION" "$ctx"
+  scratch_image "cleanup-e2e.local/$name:$OLMV1_VERSION" "$ctx" "$NONROOT:$NONROOT" "/$name" "WORKDIR /"
 done
 
 # The example operator as its kubebuilder Dockerfile lays it out (/manager, user 65532), FROM scratch.
 ctx=$(stage memcached-operator)
-link "$GOBIN_DIR/memcached-manager" "$ctx/manager"
-cat > "$ctx/Dockerfile" <<EOF
-FROM scratch
-COPY manager /manager
-USER $NONROOT:$NONROOT
-ENTRYPOINT ["/manager"]
-EOF
-build_image "$MEMCACHED_IMAGE" "$ctx"
+link "$GOBIN_DIR/memcached-manager" "$ctx/rootfs/manager"
+scratch_image "$MEMCACHED_IMAGE" "$ctx" "$NONROOT:$NONROOT" /manager
 
 # /tmp: the test binary links controller-runtime's envtest, whose init creates a directory under /tmp.
 ctx=$(stage smoke-operator)
 link "$GOBIN_DIR/smoke.test" "$ctx/rootfs/smoke.test"
 mkdir -m 1777 "$ctx/rootfs/tmp"
-cat > "$ctx/Dockerfile" <<EOF
-FROM scratch
-COPY rootfs/ /
-ENV CLEANUP_E2E_SMOKE_OPERATOR=1
-USER $NONROOT:$NONROOT
-ENTRYPOINT ["/smoke.test"]
-EOF
-build_image "$SMOKE_IMAGE" "$ctx"
+scratch_image "$SMOKE_IMAGE" "$ctx" "$NONROOT:$NONROOT" /smoke.test "ENV CLEANUP_E2E_SMOKE_OPERATOR=1"
 
 # A rebuild moves a tag and leaves the old image dangling: drop those (ours only, by label).
 docker image prune -f --filter label=io.cleanup-e2e.input >/dev/null || true
