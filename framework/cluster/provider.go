@@ -63,6 +63,14 @@ type WorkloadLogs interface {
 	WorkloadLog(namespace, deployment string) (string, error)
 }
 
+// AuditLogs is a Provider that keeps its API server's audit log, recording at least who made each write
+// (envtest). It is what names who let a custom resource go without its operator's finalizer work
+// (framework/auditlog): the object's managedFields cannot. A cluster with nodes keeps it on its control
+// plane's node, where a test does not read it.
+type AuditLogs interface {
+	AuditLog() ([]byte, error)
+}
+
 // WebhookLimited is a Provider whose API server cannot call the admission or conversion webhooks the
 // operators it runs serve. WebhooksUnsupported says why, for the error that stops a spec up front
 // instead of letting every sample be rejected later.

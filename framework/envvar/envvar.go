@@ -51,7 +51,7 @@ var (
 	Cache    = Var{Name: "CLEANUP_E2E_CACHE", Doc: "the toolchain cache directory (default <repo>/_cache)"}
 	Root     = Var{Name: "CLEANUP_E2E_ROOT", Doc: "this repository's checkout, for a consumer module that needs its bundles or scripts"}
 	AuditDir = Var{Name: "CLEANUP_E2E_AUDIT_DIR",
-		Doc: "the envtest provider's API server writes an audit log (who made which request) to <dir>/<cluster>.log, one JSON event per line (jq sums it up)"}
+		Doc: "the envtest provider's API server audits every request, not only writes, to <dir>/<cluster>.log, which outlives the run; one JSON event per line (jq sums it up)"}
 	EnvtestSeed = Var{Name: "CLEANUP_E2E_ENVTEST_SEED", Valid: oneOf("0", "1"),
 		Doc: "0: every envtest control plane starts from an empty etcd instead of a copy of the cached seed (framework/cluster/envtest seed.go)"}
 	// JUnitPerRunDir is set by the flake hunt: each run writes its own JUnit file there.

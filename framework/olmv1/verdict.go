@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/auditlog"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/crashlog"
 )
 
@@ -48,6 +49,7 @@ type JudgeOption func(*judgeOptions)
 
 type judgeOptions struct {
 	operatorLog func() (string, error)
+	auditLog    func() ([]byte, error)
 }
 
 // OperatorLog lets Judge quote, for each CR its operator did not finalize (stuck Terminating, or
@@ -58,6 +60,14 @@ func OperatorLog(log func() (string, error)) JudgeOption {
 	return func(o *judgeOptions) { o.operatorLog = log }
 }
 
+// AuditLog lets Judge name, for each CR removed before its operator ran, the write that let it go: the
+// last one of the CR in the API server's audit log (framework/auditlog), the patch that removed its last
+// finalizer, by a user, a script or a controller. log returns the audit log (cluster.AuditLogs); Judge
+// calls it once, when a CR needs it.
+func AuditLog(log func() ([]byte, error)) JudgeOption {
+	return func(o *judgeOptions) { o.auditLog = log }
+}
+
 // Judge gives each of objs its verdict, once nothing will change any more (the operator stopped).
 // finalized says whether the operator's finalizer work for a CR is done, e.g. fixtures/widget.Finalized.
 func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructured,
@@ -66,7 +76,7 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	for _, opt := range opts {
 		opt(&o)
 	}
-	said := o.operatorSaid()
+	said, letGo := o.operatorSaid(), o.letGo(c)
 	var out []CRVerdict
 	crds := map[schema.GroupVersionKind]crdState{} // read once per kind
 	for _, o := range objs {
@@ -77,7 +87,7 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		switch {
 		case apierrors.IsNotFound(err):
 			if ferr := finalized(ctx, c, o); ferr != nil {
-				v.Verdict, v.Detail = RemovedUnfinalized, "gone, but "+ferr.Error()+said(o)
+				v.Verdict, v.Detail = RemovedUnfinalized, "gone, but "+ferr.Error()+letGo(o)+said(o)
 			} else {
 				v.Verdict, v.Detail = Finalized, "gone, its finalizer's work done"
 			}
@@ -136,6 +146,32 @@ func (o judgeOptions) operatorSaid() func(*unstructured.Unstructured) string {
 			return "; its operator logged nothing about it, and its log ends: " + end
 		}
 		return "; its operator logged nothing"
+	}
+}
+
+// AuditLogUnread starts what a verdict says when AuditLog's log could not be read.
+const AuditLogUnread = "the API server's audit log could not be read"
+
+// letGo returns the write that let a gone CR go, as a "; ..." suffix of its verdict's detail ("" without
+// AuditLog). The log is read once, at the first CR that needs it.
+func (o judgeOptions) letGo(c client.Client) func(*unstructured.Unstructured) string {
+	if o.auditLog == nil {
+		return func(*unstructured.Unstructured) string { return "" }
+	}
+	var (
+		read bool
+		log  []byte
+		err  error
+	)
+	return func(cr *unstructured.Unstructured) string {
+		if !read {
+			log, err = o.auditLog()
+			read = true
+		}
+		if err != nil {
+			return "; " + AuditLogUnread + ": " + err.Error()
+		}
+		return "; " + auditlog.LetGo(log, c.RESTMapper(), cr)
 	}
 }
 

@@ -152,3 +152,61 @@ func TestAnUnreadOperatorLogIsSaidSo(t *testing.T) {
 		t.Errorf("verdicts %v, want one ending with %q", vs, want)
 	}
 }
+
+// With the audit log, a CR removed before its operator ran names the write that let it go, found under
+// the plural its mapping gives, or, its CRD gone, the default plural; a finalized CR needs no log, an
+// unread log is said so, and the log is read once.
+func TestAnUnfinalizedCRNamesTheWriteThatLetItGo(t *testing.T) {
+	widgets := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
+	mice := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Mouse"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.AddSpecific(mice, mice.GroupVersion().WithResource("mice"), mice.GroupVersion().WithResource("mouse"), meta.RESTScopeNamespace)
+	cr := func(gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{}
+		o.SetGroupVersionKind(gvk)
+		o.SetNamespace("team-a")
+		o.SetName(name)
+		return o
+	}
+	write := func(resource, name, user, at string) string {
+		return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"patch","user":{"username":"` + user +
+			`"},"userAgent":"kubectl/v1.37.1 (linux/amd64)","objectRef":{"resource":"` + resource + `","namespace":"team-a","name":"` + name +
+			`","apiGroup":"g.example","apiVersion":"v1"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-12-04T10:00:` + at + `.000000Z"}`
+	}
+	log := write("widgets", "w1", "jane", "01") + "\n" + write("mice", "m1", "system:serviceaccount:ops:mouse-operator", "02") + "\n"
+	reads := 0
+	unfinalized := func(_ context.Context, _ client.Client, o *unstructured.Unstructured) error {
+		if o.GetName() == "done" {
+			return nil
+		}
+		return errors.New("its record is still there")
+	}
+	cl := fake.NewClientBuilder().WithRESTMapper(mapper).Build()
+	vs, err := Judge(context.Background(), cl, []*unstructured.Unstructured{cr(widgets, "done"), cr(widgets, "w1"), cr(mice, "m1"), cr(widgets, "w2")},
+		unfinalized, AuditLog(func() ([]byte, error) { reads++; return []byte(log), nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"done": "gone, its finalizer's work done",
+		"w1":   "; the write that let it go: patch by jane, kubectl/v1.37.1 at 10:00:01.000",
+		"m1":   "; the write that let it go: patch by system:serviceaccount:ops:mouse-operator, kubectl/v1.37.1 at 10:00:02.000",
+		"w2":   "; the API server's audit log has no write of it (as widgets.g.example)",
+	}
+	for _, v := range vs {
+		if !strings.HasSuffix(v.Detail, want[v.Name]) {
+			t.Errorf("%s: detail %q, want it to end with %q", v.Name, v.Detail, want[v.Name])
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the audit log was read %d times, want once", reads)
+	}
+	vs, err = Judge(context.Background(), cl, []*unstructured.Unstructured{cr(widgets, "w1")}, unfinalized,
+		AuditLog(func() ([]byte, error) { return nil, errors.New("open audit.log: no such file or directory") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := AuditLogUnread + ": open audit.log: no such file or directory"; len(vs) != 1 || !strings.HasSuffix(vs[0].Detail, want) {
+		t.Errorf("verdicts %v, want one ending with %q", vs, want)
+	}
+}

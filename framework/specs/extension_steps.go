@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/hold"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
@@ -142,13 +143,19 @@ func (x *Extension) explainDeploymentStays(ctx context.Context, key types.Namesp
 
 // Verdicts gives each sample its verdict (olmv1.Judge): finalized by its operator, removed before the
 // operator ran, stuck Terminating or not deleted, quoting for one the operator did not finalize what
-// it logged last about it. Call it once the operator stopped (ExpectUninstalled).
+// it logged last about it, and naming for one removed before its operator ran the write that let it go
+// where the cluster keeps an audit log (cluster.AuditLogs). Call it once the operator stopped
+// (ExpectUninstalled).
 func (x *Extension) Verdicts(ctx context.Context) []olmv1.CRVerdict {
 	finalized := x.in.Finalized
 	if finalized == nil {
 		finalized = func(context.Context, client.Client, *unstructured.Unstructured) error { return nil }
 	}
-	vs, err := olmv1.Judge(ctx, x.c, x.ops.items, finalized, olmv1.OperatorLog(x.operatorLog))
+	opts := []olmv1.JudgeOption{olmv1.OperatorLog(x.operatorLog)}
+	if a, ok := x.in.Environment().Provider.(cluster.AuditLogs); ok {
+		opts = append(opts, olmv1.AuditLog(a.AuditLog))
+	}
+	vs, err := olmv1.Judge(ctx, x.c, x.ops.items, finalized, opts...)
 	x.g.Expect(err).NotTo(HaveOccurred())
 	return vs
 }

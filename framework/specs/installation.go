@@ -373,7 +373,8 @@ func (r *Installation) ExpectRemoved(ctx context.Context, objs []*unstructured.U
 // expectRemoved waits (in the phase WaitRemoved) until objs, operands of ops, are gone and in.Finalized
 // holds for each; crashing stops the wait once the operator crash-loops (one that crashes in its
 // finalizer, a panic). A failure quotes, for each operand left, the last error its operator logged
-// about it (log, when not nil).
+// about it (log, when not nil), and for each operand gone without its finalizer's work, the write that let
+// it go (letGo).
 func expectRemoved(ctx context.Context, t T, in OperandCleanupSpecInput, ops *operands, objs []*unstructured.Unstructured,
 	crashing func() error, log func() (string, error)) {
 	defer phase(t, string(WaitRemoved))()
@@ -401,7 +402,7 @@ func expectRemoved(ctx context.Context, t T, in OperandCleanupSpecInput, ops *op
 		g.Eventually(func() error { return in.Finalized(ctx, ops.c, o) }).WithContext(ctx).WithTimeout(within(t, in.Timeout)).
 			Should(Succeed(), func() string {
 				return fmt.Sprintf("the operator's finalizer should have cleaned up after %s %s", o.GetKind(), describeKey(o)) +
-					operatorSaid(log, []*unstructured.Unstructured{o})
+					letGo(ctx, in.Environment().Provider, ops.c, o) + operatorSaid(log, []*unstructured.Unstructured{o})
 			})
 	}
 }

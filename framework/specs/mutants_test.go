@@ -74,7 +74,8 @@ func enabledCaseCatchesMutants(t *testing.T) {
 		specs.Mutant{Name: string(widget.NeverReconciles), Use: use(widget.NeverReconciles),
 			Want: []string{"operator should reconcile Widget", "has no " + widget.Finalizer + " finalizer yet"}, CaughtBy: specs.WaitReconciled},
 		specs.Mutant{Name: string(widget.NeverFinalizes), Use: use(widget.NeverFinalizes),
-			Want: []string{"the operator's finalizer should have cleaned up after Widget", "still exists"}, CaughtBy: specs.WaitRemoved},
+			Want: []string{"the operator's finalizer should have cleaned up after Widget", "still exists",
+				"the write that let it go: patch by system:serviceaccount:", ":widget-operator"}, CaughtBy: specs.WaitRemoved},
 		specs.Mutant{Name: string(widget.LeaksAnObject), Use: use(widget.LeaksAnObject),
 			Want: []string{"left behind by the installation", "leaked"}, CaughtBy: specs.WaitLeftovers},
 		// The failure must say whose finalizer keeps the operands, not only that they are still there.

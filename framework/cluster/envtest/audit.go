@@ -10,10 +10,26 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
 
-// auditPolicy records who made each request, its verb, object and answer, once it completed; the
-// bodies of writes to the kinds an uninstall releases to the garbage collector too (level Request),
-// so the log says who changed an object's owner references, and how.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
+// writesPolicy records who made each write once it completed, nothing of reads, leases or events: what
+// an uninstall's verdict asks (cluster.AuditLogs), at the cost of a line per write.
+const writesPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: None
+  resources:
+  - group: coordination.k8s.io
+  - group: events.k8s.io
+  - group: ""
+    resources: ["events"]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+`
+
+// everythingPolicy, with $CLEANUP_E2E_AUDIT_DIR, records every request too, and the bodies of writes to
+// the kinds an uninstall releases to the garbage collector (level Request): which client keeps an API
+// server busy, who changed an object's owner references, and how.
+const everythingPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
@@ -31,26 +47,43 @@ rules:
 - level: Metadata
 `
 
-// audit makes the API server write its audit log to $CLEANUP_E2E_AUDIT_DIR/<cluster>.log, outside the
-// work dir so it outlives the run: it says which client makes the requests that keep an API server
-// busy, and who wrote what to an object an uninstall left behind.
+// auditLogPath is where the API server writes its audit log: $CLEANUP_E2E_AUDIT_DIR/<cluster>.log,
+// outside the work dir so that it outlives the run, else the work dir's logs (copied with the
+// artifacts). A provider made by Connect computes the same path.
+func (p *Provider) auditLogPath() (string, error) {
+	if p.opts.auditDir == "" {
+		return filepath.Join(p.workDir, "logs", "audit.log"), nil
+	}
+	return filepath.Abs(filepath.Join(p.opts.auditDir, p.opts.name+".log"))
+}
+
+// audit makes the API server write its audit log.
 func (p *Provider) audit(api *crenvtest.APIServer) error {
-	dir := p.opts.auditDir
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", envvar.AuditDir.Name, err)
-	}
-	policy := filepath.Join(p.workDir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(filepath.Join(dir, p.opts.name+".log"))
+	path, err := p.auditLogPath()
 	if err != nil {
 		return err
 	}
-	api.Configure().Set("audit-policy-file", policy).Set("audit-log-path", abs)
-	p.opts.log.Info("API server audit log", "path", abs)
+	policy := writesPolicy
+	if p.opts.auditDir != "" {
+		policy = everythingPolicy
+		if err := os.MkdirAll(p.opts.auditDir, 0o755); err != nil {
+			return fmt.Errorf("%s: %w", envvar.AuditDir.Name, err)
+		}
+		p.opts.log.Info("API server audit log", "path", path)
+	}
+	file := filepath.Join(p.workDir, "audit-policy.yaml")
+	if err := os.WriteFile(file, []byte(policy), 0o644); err != nil {
+		return err
+	}
+	api.Configure().Set("audit-policy-file", file).Set("audit-log-path", path)
 	return nil
+}
+
+// AuditLog is the API server's audit log: at least who made each write (cluster.AuditLogs).
+func (p *Provider) AuditLog() ([]byte, error) {
+	path, err := p.auditLogPath()
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
 }

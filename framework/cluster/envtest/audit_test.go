@@ -16,9 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/auditlog"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/process"
@@ -157,5 +161,64 @@ func waitForSeed(ctx context.Context, t *testing.T, crds []*apiextensionsv1.Cust
 			t.Fatalf("the etcd seed %s: another process was still making it: %v", dir, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// TestAuditLogNamesWhoLetACustomResourceGo: by default the API server records who made each write, and
+// the last write of a custom resource that went is the one that removed its last finalizer, here an
+// impersonated user's patch; a provider made by Connect reads the same log.
+func TestAuditLogNamesWhoLetACustomResourceGo(t *testing.T) {
+	t.Setenv(envvar.AuditDir.Name, "")
+	ctx, cancel := context.WithTimeout(context.Background(), intervals.Get(intervals.SuiteSetup))
+	defer cancel()
+	crd := gizmoCRD()
+	p, err := New(ctx, WithName("audit-default"), WithoutOLM(), WithWorkRoot(t.TempDir()), WithCRDs(crd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Stop(context.Background()) }()
+	c, err := client.New(p.RESTConfig(), client.Options{})
+	must(t, err)
+	g := &unstructured.Unstructured{}
+	g.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: "v1", Kind: crd.Spec.Names.Kind})
+	g.SetNamespace("default")
+	g.SetName("g1")
+	g.SetFinalizers([]string{crd.Spec.Group + "/records"})
+	must(t, c.Create(ctx, g))
+	must(t, c.Delete(ctx, g))
+	jane := rest.CopyConfig(p.RESTConfig())
+	jane.Impersonate = rest.ImpersonationConfig{UserName: "jane", Groups: []string{"system:masters"}}
+	jane.UserAgent = "strip-finalizers/v1"
+	cj, err := client.New(jane, client.Options{})
+	must(t, err)
+	must(t, cj.Patch(ctx, g, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+
+	connected, err := Connect(p.KubeconfigPath(), WithName("audit-default"))
+	must(t, err)
+	obj := auditlog.Object{APIGroup: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Namespace: "default", Name: "g1"}
+	for name, prov := range map[string]*Provider{"the provider": p, "a connected provider": connected} {
+		log, err := prov.AuditLog()
+		must(t, err)
+		w, ok := auditlog.LastWrite(log, obj)
+		if !ok || w.User != "jane" || w.Impersonator != toolchain.AdminUser || w.Verb != "patch" || w.UserAgent != "strip-finalizers/v1" {
+			t.Errorf("%s: last write of %s/g1 %+v (found: %t), want jane's patch, impersonated by %s, from strip-finalizers/v1 (%d bytes of audit log)",
+				name, crd.Spec.Names.Plural, w, ok, toolchain.AdminUser, len(log))
+		}
+	}
+}
+
+// gizmoCRD is a namespaced CRD with an open schema.
+func gizmoCRD() *apiextensionsv1.CustomResourceDefinition {
+	open := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.audit.example"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "audit.example",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &open}}}},
+		},
 	}
 }

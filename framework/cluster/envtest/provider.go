@@ -341,6 +341,7 @@ var (
 	_ cluster.Disposable     = (*Provider)(nil)
 	_ cluster.WebhookLimited = (*Provider)(nil)
 	_ cluster.WorkloadLogs   = (*Provider)(nil)
+	_ cluster.AuditLogs      = (*Provider)(nil)
 )
 
 // WebhooksUnsupported implements cluster.WebhookLimited: operators run on this machine (in the test

@@ -1,0 +1,95 @@
+// Package auditlog reads a Kubernetes API server's audit log (JSON lines of audit.k8s.io/v1 events) to
+// say who wrote an object last. That is the question an object's managedFields cannot answer for a
+// write that only removes fields, such as removing its last finalizer: the API server drops the
+// writer's then empty entry. An uninstall's verdict asks it of a custom resource that went without its
+// operator's finalizer work (framework/olmv1).
+package auditlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// Object names an object as the audit log's objectRef does.
+type Object struct {
+	APIGroup, Resource, Namespace, Name string
+}
+
+// Write is one successful request that changed an object.
+type Write struct {
+	Verb string
+	// User is who the request acted as: the impersonated user when there is one.
+	User string
+	// Impersonator is who authenticated, when the request impersonated User.
+	Impersonator string
+	UserAgent    string
+	At           time.Time
+}
+
+func (w Write) String() string {
+	by := w.User
+	if w.Impersonator != "" {
+		by += " (impersonated by " + w.Impersonator + ")"
+	}
+	agent, _, _ := strings.Cut(w.UserAgent, " ")
+	if agent != "" {
+		agent = ", " + agent
+	}
+	return fmt.Sprintf("%s by %s%s at %s", w.Verb, by, agent, w.At.UTC().Format("15:04:05.000"))
+}
+
+// LastWrite is the last successful update, patch or delete of obj itself (not of a subresource such as
+// status, which cannot change its finalizers) since its latest create in log. For an object that is
+// gone it is the request that let it go: the one that removed its last finalizer, or the deletion of
+// an object that had none. ok is false when log has no such write (a policy that does not record
+// writes, or a log from another cluster). Lines that are not audit events are skipped.
+func LastWrite(log []byte, obj Object) (w Write, ok bool) {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024) // a Request-level event carries the object
+	for sc.Scan() {
+		var e auditv1.Event
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != auditv1.StageResponseComplete || !about(e.ObjectRef, obj) ||
+			e.ResponseStatus == nil || e.ResponseStatus.Code < 200 || e.ResponseStatus.Code > 299 {
+			continue
+		}
+		switch e.Verb {
+		case "create":
+			w, ok = Write{}, false // a new object of that name: what came before was another one
+		case "update", "patch", "delete":
+			w, ok = Write{Verb: e.Verb, User: e.User.Username, UserAgent: e.UserAgent, At: e.RequestReceivedTimestamp.Time}, true
+			if e.ImpersonatedUser != nil {
+				w.User, w.Impersonator = e.ImpersonatedUser.Username, e.User.Username
+			}
+		}
+	}
+	return w, ok
+}
+
+func about(ref *auditv1.ObjectReference, obj Object) bool {
+	return ref != nil && ref.Subresource == "" && ref.Name == obj.Name && ref.Namespace == obj.Namespace &&
+		ref.Resource == obj.Resource && ref.APIGroup == obj.APIGroup
+}
+
+// LetGo says which write let obj, a custom resource that is gone, go: "the write that let it go: patch
+// by …", or that log has no write of it. obj's resource is its mapping's in mapper, else, its CRD and
+// the mapping with it gone, the plural the API server makes by default.
+func LetGo(log []byte, mapper meta.RESTMapper, obj *unstructured.Unstructured) string {
+	gvk := obj.GroupVersionKind()
+	resource, _ := meta.UnsafeGuessKindToResource(gvk)
+	if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		resource = m.Resource
+	}
+	w, ok := LastWrite(log, Object{APIGroup: gvk.Group, Resource: resource.Resource, Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	if !ok {
+		return "the API server's audit log has no write of it (as " + resource.GroupResource().String() + ")"
+	}
+	return "the write that let it go: " + w.String()
+}
