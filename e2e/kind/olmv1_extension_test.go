@@ -21,6 +21,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
@@ -38,11 +39,16 @@ type widgetExtension struct {
 	log *podlogs.Follower
 }
 
-// judge gives each Widget its verdict (olmv1.Judge), quoting what the operator said last about it.
+// judge gives each Widget its verdict (olmv1.Judge), quoting what the operator said last about it, and
+// naming for one removed before its operator ran the write that let it go (the node's audit log).
 func (x *widgetExtension) judge(ctx context.Context) []olmv1.CRVerdict {
-	verdicts, err := olmv1.Judge(ctx, k8s, x.widgets, widget.Finalized, olmv1.OperatorLog(func() (string, error) {
+	opts := []olmv1.JudgeOption{olmv1.OperatorLog(func() (string, error) {
 		return x.log.Text(intervals.Get(intervals.Request)), nil
-	}))
+	})}
+	if a, ok := provider.(cluster.AuditLogs); ok {
+		opts = append(opts, olmv1.AuditLog(a.AuditLog))
+	}
+	verdicts, err := olmv1.Judge(ctx, k8s, x.widgets, widget.Finalized, opts...)
 	Expect(err).NotTo(HaveOccurred())
 	return verdicts
 }

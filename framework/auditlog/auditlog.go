@@ -18,6 +18,23 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
+// WritesPolicy is the audit policy the providers run their API servers with (envtest, kind): who made
+// each write, once it completed; nothing of reads, leases or events. What LastWrite needs, at the cost
+// of a line per write.
+const WritesPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: None
+  resources:
+  - group: coordination.k8s.io
+  - group: events.k8s.io
+  - group: ""
+    resources: ["events"]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+`
+
 // Object names an object as the audit log's objectRef does.
 type Object struct {
 	APIGroup, Resource, Namespace, Name string

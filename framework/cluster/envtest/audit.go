@@ -7,24 +7,9 @@ import (
 
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/auditlog"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/envvar"
 )
-
-// writesPolicy records who made each write once it completed, nothing of reads, leases or events: what
-// an uninstall's verdict asks (cluster.AuditLogs), at the cost of a line per write.
-const writesPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
-rules:
-- level: None
-  resources:
-  - group: coordination.k8s.io
-  - group: events.k8s.io
-  - group: ""
-    resources: ["events"]
-- level: Metadata
-  verbs: ["create", "update", "patch", "delete", "deletecollection"]
-`
 
 // everythingPolicy, with $CLEANUP_E2E_AUDIT_DIR, records every request too, and the bodies of writes to
 // the kinds an uninstall releases to the garbage collector (level Request): which client keeps an API
@@ -63,7 +48,7 @@ func (p *Provider) audit(api *crenvtest.APIServer) error {
 	if err != nil {
 		return err
 	}
-	policy := writesPolicy
+	policy := auditlog.WritesPolicy
 	if p.opts.auditDir != "" {
 		policy = everythingPolicy
 		if err := os.MkdirAll(p.opts.auditDir, 0o755); err != nil {

@@ -185,25 +185,35 @@ func (p *Provider) step(what string, fn func() error) error {
 	return nil
 }
 
-func (p *Provider) clusterConfig() *kindv1alpha4.Cluster {
+func (p *Provider) clusterConfig() (*kindv1alpha4.Cluster, error) {
+	audit, err := p.auditMount()
+	if err != nil {
+		return nil, err
+	}
 	cfg := &kindv1alpha4.Cluster{
 		TypeMeta: kindv1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
 		Name:     p.opts.name,
-		Nodes:    []kindv1alpha4.Node{{Role: kindv1alpha4.ControlPlaneRole, Image: p.opts.nodeImage}},
+		Nodes: []kindv1alpha4.Node{{Role: kindv1alpha4.ControlPlaneRole, Image: p.opts.nodeImage,
+			ExtraMounts: []kindv1alpha4.Mount{audit}}},
 		// The node image bakes a ptp/host-local CNI config (no kindnetd image can be pulled): single node.
-		Networking:           kindv1alpha4.Networking{DisableDefaultCNI: true},
-		KubeadmConfigPatches: slices.Concat(kubeletPatches, controlPlanePatches, p.opts.patches),
+		Networking:                   kindv1alpha4.Networking{DisableDefaultCNI: true},
+		KubeadmConfigPatches:         slices.Concat(kubeletPatches, controlPlanePatches, p.opts.patches),
+		KubeadmConfigPatchesJSON6902: auditPatches,
 	}
 	kindv1alpha4.SetDefaultsCluster(cfg)
-	return cfg
+	return cfg, nil
 }
 
 func (p *Provider) create() error {
 	if err := noteCreating(p.opts.name); err != nil {
 		return err
 	}
+	cfg, err := p.clusterConfig()
+	if err != nil {
+		return err
+	}
 	return p.kind.Create(p.opts.name,
-		kindcluster.CreateWithV1Alpha4Config(p.clusterConfig()),
+		kindcluster.CreateWithV1Alpha4Config(cfg),
 		kindcluster.CreateWithNodeImage(p.opts.nodeImage),
 		kindcluster.CreateWithKubeconfigPath(p.kubeconfig),
 		kindcluster.CreateWithWaitForReady(p.opts.readyTimeout),
@@ -216,6 +226,7 @@ func (p *Provider) create() error {
 var (
 	_ cluster.Provider   = (*Provider)(nil)
 	_ cluster.Disposable = (*Provider)(nil)
+	_ cluster.AuditLogs  = (*Provider)(nil)
 )
 
 // tryReuse reuses a healthy existing cluster running the wanted image; anything else of that name is
@@ -277,7 +288,7 @@ func (p *Provider) unhealthy(ctx context.Context) string {
 	if err := p.waitUsable(ctx, intervals.Reachable, 0); err != nil {
 		return err.Error()
 	}
-	return ""
+	return p.noAuditLog()
 }
 
 func (p *Provider) deleteExisting(reason string) error {

@@ -14,20 +14,29 @@ import (
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cleanup-e2e/cleanup-e2e/framework/auditlog"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 func TestKubeletPatchParses(t *testing.T) {
-	p := &Provider{opts: defaults()}
+	p := &Provider{opts: defaults(), workDir: t.TempDir()}
 	p.opts.nodeImage = "example.local/node:v1"
-	cfg := p.clusterConfig()
+	cfg, err := p.clusterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if policy, err := os.ReadFile(filepath.Join(cfg.Nodes[0].ExtraMounts[0].HostPath, "policy.yaml")); err != nil || string(policy) != auditlog.WritesPolicy {
+		t.Errorf("the audit policy the node mounts: %q (%v), want auditlog.WritesPolicy", policy, err)
+	}
 	if !cfg.Networking.DisableDefaultCNI || len(cfg.Nodes) != 1 || cfg.Nodes[0].Image != "example.local/node:v1" {
 		t.Fatalf("unexpected config: %+v", cfg)
 	}
@@ -105,6 +114,7 @@ func TestCluster(t *testing.T) {
 	}
 	runPod(ctx, t, p, img)
 	controlPlaneRunsWithGOGC(ctx, t, p)
+	auditLogNamesTheWriter(ctx, t, p)
 	if err := p.CollectArtifacts(ctx, filepath.Join(t.TempDir(), "artifacts")); err != nil {
 		t.Errorf("CollectArtifacts: %v", err)
 	}
@@ -161,6 +171,30 @@ func controlPlaneRunsWithGOGC(ctx context.Context, t *testing.T, p *Provider) {
 		if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == "GOGC" && e.Value == "400" }) {
 			t.Errorf("%s runs without GOGC=400 (controlPlanePatches not applied by kubeadm): env %v", component, env)
 		}
+	}
+}
+
+// auditLogNamesTheWriter checks that kubeadm applied auditPatches: the API server's audit log, read
+// from the node, names who last wrote an object, here an impersonated user's patch.
+func auditLogNamesTheWriter(ctx context.Context, t *testing.T, p *Provider) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(p.RESTConfig())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "audited"}}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jane := rest.CopyConfig(p.RESTConfig())
+	jane.Impersonate = rest.ImpersonationConfig{UserName: "jane", Groups: []string{"system:masters"}}
+	if _, err := kubernetes.NewForConfigOrDie(jane).CoreV1().ConfigMaps("default").Patch(ctx, "audited", types.MergePatchType,
+		[]byte(`{"data":{"by":"jane"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := p.AuditLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := auditlog.LastWrite(log, auditlog.Object{Resource: "configmaps", Namespace: "default", Name: "audited"}); !ok || w.User != "jane" || w.Verb != "patch" {
+		t.Errorf("the node's audit log names %+v (found: %t) as the last writer of ConfigMap default/audited, want jane's patch (%d bytes of log)", w, ok, len(log))
 	}
 }
 
