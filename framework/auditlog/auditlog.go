@@ -83,10 +83,7 @@ func LastWrite(log []byte, obj Object) (w Write, ok bool) {
 		case "create":
 			w, ok = Write{}, false // a new object of that name: what came before was another one
 		case "update", "patch", "delete":
-			w, ok = Write{Verb: e.Verb, User: e.User.Username, UserAgent: e.UserAgent, At: e.RequestReceivedTimestamp.Time}, true
-			if e.ImpersonatedUser != nil {
-				w.User, w.Impersonator = e.ImpersonatedUser.Username, e.User.Username
-			}
+			w, ok = write(e), true
 		}
 	}
 	return w, ok
@@ -98,17 +95,53 @@ func about(ref *auditv1.ObjectReference, obj Object) bool {
 }
 
 // LetGo says which write let obj, a custom resource that is gone, go: "the write that let it go: patch
-// by …", or that log has no write of it. obj's resource is its mapping's in mapper, else, its CRD and
-// the mapping with it gone, the plural the API server makes by default.
+// by …", or that log has no write of it (obj named by ObjectOf).
 func LetGo(log []byte, mapper meta.RESTMapper, obj *unstructured.Unstructured) string {
+	o := ObjectOf(mapper, obj)
+	w, ok := LastWrite(log, o)
+	if !ok {
+		return "the API server's audit log has no write of it (as " + o.Resource + "." + o.APIGroup + ")"
+	}
+	return "the write that let it go: " + w.String()
+}
+
+// ObjectOf names obj as the audit log does: its resource is its mapping's in mapper, else, its CRD and
+// the mapping with it gone, the plural the API server makes by default.
+func ObjectOf(mapper meta.RESTMapper, obj *unstructured.Unstructured) Object {
 	gvk := obj.GroupVersionKind()
 	resource, _ := meta.UnsafeGuessKindToResource(gvk)
 	if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
 		resource = m.Resource
 	}
-	w, ok := LastWrite(log, Object{APIGroup: gvk.Group, Resource: resource.Resource, Namespace: obj.GetNamespace(), Name: obj.GetName()})
-	if !ok {
-		return "the API server's audit log has no write of it (as " + resource.GroupResource().String() + ")"
+	return Object{APIGroup: gvk.Group, Resource: resource.Resource, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// Deleter is the last successful request that deleted obj received at or before before: a delete of
+// it, or a deletecollection of its resource in its namespace (the namespace controller's, when its
+// namespace goes). ok is false when log has neither: the API server deleted it itself (its CRD's
+// deletion), or the policy records no deletions.
+func Deleter(log []byte, obj Object, before time.Time) (w Write, ok bool) {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		var e auditv1.Event
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != auditv1.StageResponseComplete || e.ObjectRef == nil ||
+			e.ResponseStatus == nil || e.ResponseStatus.Code < 200 || e.ResponseStatus.Code > 299 || e.RequestReceivedTimestamp.After(before) {
+			continue
+		}
+		collection := *e.ObjectRef
+		collection.Name = obj.Name
+		if (e.Verb == "delete" && about(e.ObjectRef, obj)) || (e.Verb == "deletecollection" && e.ObjectRef.Name == "" && about(&collection, obj)) {
+			w, ok = write(e), true
+		}
 	}
-	return "the write that let it go: " + w.String()
+	return w, ok
+}
+
+func write(e auditv1.Event) Write {
+	w := Write{Verb: e.Verb, User: e.User.Username, UserAgent: e.UserAgent, At: e.RequestReceivedTimestamp.Time}
+	if e.ImpersonatedUser != nil {
+		w.User, w.Impersonator = e.ImpersonatedUser.Username, e.User.Username
+	}
+	return w
 }

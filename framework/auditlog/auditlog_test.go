@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func event(verb, user, impersonated, name, sub string, code int, at string) string {
@@ -56,5 +57,35 @@ func TestLastWriteIsNotFoundWithoutOne(t *testing.T) {
 		if w, ok := LastWrite([]byte(log), w1); ok {
 			t.Errorf("%s: found %v, want none", name, w)
 		}
+	}
+}
+
+// The deleter is the last delete of the object, or deletecollection of its resource in its namespace,
+// received by the time given: not a later one, a refused one, a patch, or another object's.
+func TestDeleterIsTheLastDeletionOfTheObjectByThen(t *testing.T) {
+	collection := strings.Replace(event("deletecollection", "system:serviceaccount:kube-system:namespace-controller", "", "", "", 200, "04"),
+		`"name":"",`, ``, 1)
+	log := strings.Join([]string{
+		event("delete", "old-admin", "", "w1", "", 200, "00"),
+		event("delete", "system:serviceaccount:kube-system:generic-garbage-collector", "", "w1", "", 200, "02"),
+		event("delete", "bob", "", "w1", "", 403, "03"),
+		event("patch", "jane", "", "w1", "", 200, "03"),
+		event("delete", "carol", "", "w2", "", 200, "03"),
+		collection,
+		event("delete", "later", "", "w1", "", 200, "09"),
+	}, "\n")
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, "2026-12-04T10:00:"+s+"Z"); return t }
+	for before, want := range map[string]string{
+		"01": "delete by old-admin",
+		"03": "delete by system:serviceaccount:kube-system:generic-garbage-collector",
+		"05": "deletecollection by system:serviceaccount:kube-system:namespace-controller",
+	} {
+		w, ok := Deleter([]byte(log), w1, at(before))
+		if !ok || !strings.HasPrefix(w.String(), want) {
+			t.Errorf("by 10:00:%s: deleter %q (found: %t), want %q", before, w, ok, want)
+		}
+	}
+	if w, ok := Deleter([]byte(event("patch", "jane", "", "w1", "", 200, "00")), w1, at("09")); ok {
+		t.Errorf("a log with no deletion of it: found %v", w)
 	}
 }

@@ -357,12 +357,23 @@ func (r *Installation) podsOf(ctx context.Context, selector *metav1.LabelSelecto
 	return out, nil
 }
 
-// expectKept checks the operands still exist, and stay for a moment (cleanup does not come late).
+// ExpectKept checks that nothing deletes the operands, for a moment (cleanup does not come late): each
+// still exists and is not being deleted. Existing is not enough: once the operator is gone, a deleted
+// operand stays Terminating for ever, there but lost. A failure names the request that deleted each
+// one, where the cluster keeps an audit log (deletedBy).
 func (r *Installation) ExpectKept(ctx context.Context, objs []*unstructured.Unstructured) {
 	defer r.phase("quiet")()
-	want := len(objs)
+	r.g.Consistently(func() ([]string, error) { return r.ops.deleted(ctx, objs) }).WithContext(ctx).
+		WithTimeout(intervals.Get(intervals.Quiet)).Should(BeEmpty(), func() string {
+		return "operands that must be kept, not deleted: " + names(objs) + deletedBy(ctx, r.in.Environment().Provider, r.c, objs)
+	})
+}
+
+// expectStays checks the operands still exist, and stay for a moment, being deleted or not.
+func (r *Installation) expectStays(ctx context.Context, objs []*unstructured.Unstructured) {
+	defer r.phase("quiet")()
 	r.g.Consistently(func() ([]string, error) { return r.ops.existing(ctx, objs) }).WithContext(ctx).
-		WithTimeout(intervals.Get(intervals.Quiet)).Should(HaveLen(want), "operands that must be kept: %s", names(objs))
+		WithTimeout(intervals.Get(intervals.Quiet)).Should(HaveLen(len(objs)), "operands that must stay: %s", names(objs))
 }
 
 // expectRemoved waits for the operands to be gone and for the operator's finalizer to have done its job.

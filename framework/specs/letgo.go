@@ -2,6 +2,9 @@ package specs
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,4 +32,35 @@ func letGo(ctx context.Context, p cluster.Provider, c client.Client, o *unstruct
 		return "; the API server's audit log could not be read: " + err.Error()
 	}
 	return "; " + auditlog.LetGo(log, c.RESTMapper(), o)
+}
+
+// deletedBy is, for each of objs that is gone or being deleted, a line naming the request that deleted
+// it, from the cluster's audit log (cluster.AuditLogs; "" where the provider keeps none).
+func deletedBy(ctx context.Context, p cluster.Provider, c client.Client, objs []*unstructured.Unstructured) string {
+	a, ok := p.(cluster.AuditLogs)
+	if !ok {
+		return ""
+	}
+	var log []byte
+	var out []string
+	for _, o := range objs {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(o.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(o), live)
+		if err == nil && live.GetDeletionTimestamp() == nil || err != nil && !apierrors.IsNotFound(err) {
+			continue
+		}
+		if log == nil {
+			if log, err = a.AuditLog(); err != nil {
+				return "\n  (the API server's audit log could not be read: " + err.Error() + ")"
+			}
+		}
+		line := fmt.Sprintf("\n  %s %s: ", o.GetKind(), describeKey(o))
+		if w, ok := auditlog.Deleter(log, auditlog.ObjectOf(c.RESTMapper(), o), time.Now()); ok {
+			out = append(out, line+"the request that deleted it: "+w.String())
+		} else {
+			out = append(out, line+"no request deleted it in the audit log: the API server did (its CRD's deletion)")
+		}
+	}
+	return strings.Join(out, "")
 }

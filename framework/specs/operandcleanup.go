@@ -176,7 +176,7 @@ func Cases(in OperandCleanupSpecInput) ([]Case, error) {
 				r.ExpectPending(ctx, []*unstructured.Unstructured{stuck})
 				r.SetCleanup(ctx, false)
 				r.ExpectUninstalled(ctx)
-				r.ExpectKept(ctx, []*unstructured.Unstructured{stuck})
+				r.expectStays(ctx, []*unstructured.Unstructured{stuck})
 			}},
 	)
 	if len(in.UpgradeBundleDirs) > 0 {

@@ -128,6 +128,30 @@ func (o *operands) existing(ctx context.Context, objs []*unstructured.Unstructur
 	return describeOperands(live), nil
 }
 
+// deleted describes those of objs that are gone or being deleted.
+func (o *operands) deleted(ctx context.Context, objs []*unstructured.Unstructured) ([]string, error) {
+	live, err := o.live(ctx, objs)
+	if err != nil {
+		return nil, err
+	}
+	key := func(o *unstructured.Unstructured) string { return o.GetKind() + " " + describeKey(o) }
+	there := map[string]bool{}
+	var out []string
+	for _, l := range live {
+		there[key(l)] = true
+		if l.GetDeletionTimestamp() != nil {
+			out = append(out, describeOperand(l, time.Now()))
+		}
+	}
+	for _, it := range objs {
+		if !there[key(it)] {
+			out = append(out, key(it)+" (gone)")
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // live reads those of objs that still exist.
 func (o *operands) live(ctx context.Context, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured

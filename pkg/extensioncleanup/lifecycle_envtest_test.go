@@ -17,6 +17,7 @@ import (
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olmv1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/toolchain"
 	"github.com/cleanup-e2e/cleanup-e2e/internal/seeded"
 	"github.com/cleanup-e2e/cleanup-e2e/internal/shrink"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
@@ -77,9 +78,11 @@ func TestLifecycleCatchesADeletionDuringAnUpgrade(t *testing.T) {
 	t.Parallel()
 	ops := []lifecycleOp{{Step: 1, Kind: opNamespace, NS: "team-a"}, {Step: 2, Kind: opUpgrade}}
 	v := runLifecycle(t, install{Mode: extensioncleanup.ModeDeleteOperands, Version: versions[0]}, ops, variant{plantDeletion: true})
-	if len(v) != 1 || !strings.Contains(v[0], "team-b/") || !strings.Contains(v[0], "seen during step 2 upgrade") {
-		t.Fatalf("want exactly the planted deletion of a team-b Widget, seen during step 2 upgrade; got %d violation(s):\n  %s",
-			len(v), strings.Join(v, "\n  "))
+	// The test's own client made the deletion: the audit log names it.
+	by := "the request that deleted it: delete by " + toolchain.AdminUser
+	if len(v) != 1 || !strings.Contains(v[0], "team-b/") || !strings.Contains(v[0], "seen during step 2 upgrade") || !strings.Contains(v[0], by) {
+		t.Fatalf("want exactly the planted deletion of a team-b Widget, seen during step 2 upgrade, saying %q; got %d violation(s):\n  %s",
+			by, len(v), strings.Join(v, "\n  "))
 	}
 	t.Logf("caught as expected: %s", v[0])
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/auditlog"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/deletions"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
@@ -106,6 +107,20 @@ func (r *lifecycleRun) record(ctx context.Context) {
 	r.rec, r.seen = rec, 0
 }
 
+// deletedBy names the request that deleted d (a "; …" suffix), from the API server's audit log.
+func (r *lifecycleRun) deletedBy(d deletions.Deletion) string {
+	log, err := r.e.p.AuditLog()
+	if err != nil {
+		return "; the audit log could not be read: " + err.Error()
+	}
+	obj := auditlog.Object{APIGroup: fixturesv1alpha1.GroupVersion.Group, Resource: "widgets", Namespace: d.Namespace, Name: d.Name}
+	w, ok := auditlog.Deleter(log, obj, d.At.Add(time.Second)) // the recorder saw it after the request
+	if !ok {
+		return "; no request deleted it in the audit log: the API server did (its CRD's deletion)"
+	}
+	return "; the request that deleted it: " + w.String()
+}
+
 // do performs o and says whether it ran (false: its precondition did not hold).
 func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
 	t, e := r.t, r.e
@@ -195,7 +210,7 @@ func (r *lifecycleRun) checkNothingDeleted(ctx context.Context, when string) {
 			if o, ok := r.byStep[d.Step]; ok {
 				during = "step " + o.String()
 			}
-			r.violate("Widget %s deleted while its ClusterExtension was installed: seen during %s, before %s (finalizers %v)", d, during, when, d.Finalizers)
+			r.violate("Widget %s deleted while its ClusterExtension was installed: seen during %s, before %s (finalizers %v)%s", d, during, when, d.Finalizers, r.deletedBy(d))
 		}
 	}
 	r.seen = len(all)
@@ -270,7 +285,7 @@ func (r *lifecycleRun) checkOrphanKept(ctx context.Context, when string) {
 	}
 	for _, d := range r.rec.Since(r.seen) {
 		if !r.taken[d.UID] {
-			r.violate("Widget %s deleted after the orphan uninstall at step %d, seen during step %d, before %s", d, r.orphaned.step, d.Step, when)
+			r.violate("Widget %s deleted after the orphan uninstall at step %d, seen during step %d, before %s%s", d, r.orphaned.step, d.Step, when, r.deletedBy(d))
 		}
 	}
 }
