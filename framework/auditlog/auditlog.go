@@ -69,15 +69,11 @@ func (w Write) String() string {
 // status, which cannot change its finalizers) since its latest create in log. For an object that is
 // gone it is the request that let it go: the one that removed its last finalizer, or the deletion of
 // an object that had none. ok is false when log has no such write (a policy that does not record
-// writes, or a log from another cluster). Lines that are not audit events are skipped.
+// writes, or a log from another cluster).
 func LastWrite(log []byte, obj Object) (w Write, ok bool) {
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024) // a Request-level event carries the object
-	for sc.Scan() {
-		var e auditv1.Event
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != auditv1.StageResponseComplete || !about(e.ObjectRef, obj) ||
-			e.ResponseStatus == nil || e.ResponseStatus.Code < 200 || e.ResponseStatus.Code > 299 {
-			continue
+	succeeded(log, func(e *auditv1.Event) {
+		if !about(e.ObjectRef, obj) {
+			return
 		}
 		switch e.Verb {
 		case "create":
@@ -85,8 +81,40 @@ func LastWrite(log []byte, obj Object) (w Write, ok bool) {
 		case "update", "patch", "delete":
 			w, ok = write(e), true
 		}
-	}
+	})
 	return w, ok
+}
+
+// Deleter is the last successful request that deleted obj received at or before before: a delete of
+// it, or a deletecollection of its resource in its namespace (the namespace controller's, when its
+// namespace goes). ok is false when log has neither: the API server deleted it itself (its CRD's
+// deletion), or the policy records no deletions.
+func Deleter(log []byte, obj Object, before time.Time) (w Write, ok bool) {
+	succeeded(log, func(e *auditv1.Event) {
+		if e.RequestReceivedTimestamp.After(before) {
+			return
+		}
+		collection := *e.ObjectRef
+		collection.Name = obj.Name
+		if (e.Verb == "delete" && about(e.ObjectRef, obj)) || (e.Verb == "deletecollection" && e.ObjectRef.Name == "" && about(&collection, obj)) {
+			w, ok = write(e), true
+		}
+	})
+	return w, ok
+}
+
+// succeeded calls f, in the log's order, with each request about an object that succeeded (2xx, once
+// completed). Lines that are not audit events are skipped.
+func succeeded(log []byte, f func(*auditv1.Event)) {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024) // a Request-level event carries the object
+	for sc.Scan() {
+		var e auditv1.Event
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Stage == auditv1.StageResponseComplete && e.ObjectRef != nil &&
+			e.ResponseStatus != nil && e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code <= 299 {
+			f(&e)
+		}
+	}
 }
 
 func about(ref *auditv1.ObjectReference, obj Object) bool {
@@ -105,6 +133,16 @@ func LetGo(log []byte, mapper meta.RESTMapper, obj *unstructured.Unstructured) s
 	return "the write that let it go: " + w.String()
 }
 
+// DeletedBy says which request deleted obj by before: "the request that deleted it: delete by …", or
+// that none in log did, so the API server did itself (its CRD's deletion).
+func DeletedBy(log []byte, obj Object, before time.Time) string {
+	w, ok := Deleter(log, obj, before)
+	if !ok {
+		return "no request deleted it in the audit log: the API server did (its CRD's deletion)"
+	}
+	return "the request that deleted it: " + w.String()
+}
+
 // ObjectOf names obj as the audit log does: its resource is its mapping's in mapper, else, its CRD and
 // the mapping with it gone, the plural the API server makes by default.
 func ObjectOf(mapper meta.RESTMapper, obj *unstructured.Unstructured) Object {
@@ -116,29 +154,7 @@ func ObjectOf(mapper meta.RESTMapper, obj *unstructured.Unstructured) Object {
 	return Object{APIGroup: gvk.Group, Resource: resource.Resource, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// Deleter is the last successful request that deleted obj received at or before before: a delete of
-// it, or a deletecollection of its resource in its namespace (the namespace controller's, when its
-// namespace goes). ok is false when log has neither: the API server deleted it itself (its CRD's
-// deletion), or the policy records no deletions.
-func Deleter(log []byte, obj Object, before time.Time) (w Write, ok bool) {
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		var e auditv1.Event
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != auditv1.StageResponseComplete || e.ObjectRef == nil ||
-			e.ResponseStatus == nil || e.ResponseStatus.Code < 200 || e.ResponseStatus.Code > 299 || e.RequestReceivedTimestamp.After(before) {
-			continue
-		}
-		collection := *e.ObjectRef
-		collection.Name = obj.Name
-		if (e.Verb == "delete" && about(e.ObjectRef, obj)) || (e.Verb == "deletecollection" && e.ObjectRef.Name == "" && about(&collection, obj)) {
-			w, ok = write(e), true
-		}
-	}
-	return w, ok
-}
-
-func write(e auditv1.Event) Write {
+func write(e *auditv1.Event) Write {
 	w := Write{Verb: e.Verb, User: e.User.Username, UserAgent: e.UserAgent, At: e.RequestReceivedTimestamp.Time}
 	if e.ImpersonatedUser != nil {
 		w.User, w.Impersonator = e.ImpersonatedUser.Username, e.User.Username

@@ -55,12 +55,7 @@ func deletedBy(ctx context.Context, p cluster.Provider, c client.Client, objs []
 				return "\n  (the API server's audit log could not be read: " + err.Error() + ")"
 			}
 		}
-		line := fmt.Sprintf("\n  %s %s: ", o.GetKind(), describeKey(o))
-		if w, ok := auditlog.Deleter(log, auditlog.ObjectOf(c.RESTMapper(), o), time.Now()); ok {
-			out = append(out, line+"the request that deleted it: "+w.String())
-		} else {
-			out = append(out, line+"no request deleted it in the audit log: the API server did (its CRD's deletion)")
-		}
+		out = append(out, fmt.Sprintf("\n  %s %s: %s", o.GetKind(), describeKey(o), auditlog.DeletedBy(log, auditlog.ObjectOf(c.RESTMapper(), o), time.Now())))
 	}
 	return strings.Join(out, "")
 }
