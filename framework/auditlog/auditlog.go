@@ -85,9 +85,9 @@ func LastWrite(log []byte, obj Object) (w Write, ok bool) {
 	return w, ok
 }
 
-// Deleter is the last successful request that deleted obj received at or before before: a delete of
-// it, or a deletecollection of its resource in its namespace (the namespace controller's, when its
-// namespace goes). ok is false when log has neither: the API server deleted it itself (its CRD's
+// Deleter is the last successful request that deleted obj received at or before before, since its
+// latest create: a delete of it, or a deletecollection of its resource in its namespace (the namespace
+// controller's, when its namespace goes). ok is false when log has neither: the API server deleted it itself (its CRD's
 // deletion), or the policy records no deletions.
 func Deleter(log []byte, obj Object, before time.Time) (w Write, ok bool) {
 	succeeded(log, func(e *auditv1.Event) {
@@ -96,7 +96,10 @@ func Deleter(log []byte, obj Object, before time.Time) (w Write, ok bool) {
 		}
 		collection := *e.ObjectRef
 		collection.Name = obj.Name
-		if (e.Verb == "delete" && about(e.ObjectRef, obj)) || (e.Verb == "deletecollection" && e.ObjectRef.Name == "" && about(&collection, obj)) {
+		switch {
+		case e.Verb == "create" && about(e.ObjectRef, obj):
+			w, ok = Write{}, false // a new object of that name: what came before deleted another one
+		case (e.Verb == "delete" && about(e.ObjectRef, obj)) || (e.Verb == "deletecollection" && e.ObjectRef.Name == "" && about(&collection, obj)):
 			w, ok = write(e), true
 		}
 	})

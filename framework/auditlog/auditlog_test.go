@@ -85,7 +85,13 @@ func TestDeleterIsTheLastDeletionOfTheObjectByThen(t *testing.T) {
 			t.Errorf("by 10:00:%s: deleter %q (found: %t), want %q", before, w, ok, want)
 		}
 	}
-	if w, ok := Deleter([]byte(event("patch", "jane", "", "w1", "", 200, "00")), w1, at("09")); ok {
-		t.Errorf("a log with no deletion of it: found %v", w)
+	for name, log := range map[string]string{
+		"no deletion of it": event("patch", "jane", "", "w1", "", 200, "00"),
+		"a deletion of an earlier w1": event("delete", "jane", "", "w1", "", 200, "00") + "\n" +
+			event("create", "test", "", "w1", "", 201, "01"),
+	} {
+		if w, ok := Deleter([]byte(log), w1, at("09")); ok {
+			t.Errorf("%s: found %v", name, w)
+		}
 	}
 }

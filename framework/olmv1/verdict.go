@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,7 +77,8 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	for _, opt := range opts {
 		opt(&o)
 	}
-	said, letGo := o.operatorSaid(), o.letGo(c)
+	said := o.operatorSaid()
+	letGo, deleted := o.audited(c)
 	var out []CRVerdict
 	crds := map[schema.GroupVersionKind]crdState{} // read once per kind
 	for _, o := range objs {
@@ -105,7 +107,7 @@ func Judge(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 			if cause := crd.deleted(live); cause != "" {
 				v.Detail += "; " + cause
 			}
-			v.Detail += said(live)
+			v.Detail += deleted(live) + said(live)
 		default:
 			v.Verdict, v.Detail = NotDeleted, fmt.Sprintf("finalizers %v", live.GetFinalizers())
 		}
@@ -152,27 +154,40 @@ func (o judgeOptions) operatorSaid() func(*unstructured.Unstructured) string {
 // AuditLogUnread starts what a verdict says when AuditLog's log could not be read.
 const AuditLogUnread = "the API server's audit log could not be read"
 
-// letGo returns the write that let a gone CR go, as a "; ..." suffix of its verdict's detail ("" without
-// AuditLog). The log is read once, at the first CR that needs it.
-func (o judgeOptions) letGo(c client.Client) func(*unstructured.Unstructured) string {
+// audited returns, as "; ..." suffixes of a verdict's detail ("" without AuditLog), the write that let a
+// gone CR go (letGo), and the request that deleted a CR stuck Terminating when one did (deleted: none
+// means the API server did, which the CRD's state already says). The log is read once, at the first CR
+// that needs it.
+func (o judgeOptions) audited(c client.Client) (letGo, deleted func(*unstructured.Unstructured) string) {
 	if o.auditLog == nil {
-		return func(*unstructured.Unstructured) string { return "" }
+		none := func(*unstructured.Unstructured) string { return "" }
+		return none, none
 	}
 	var (
 		read bool
 		log  []byte
 		err  error
 	)
-	return func(cr *unstructured.Unstructured) string {
-		if !read {
-			log, err = o.auditLog()
-			read = true
+	with := func(f func(*unstructured.Unstructured) string) func(*unstructured.Unstructured) string {
+		return func(cr *unstructured.Unstructured) string {
+			if !read {
+				log, err = o.auditLog()
+				read = true
+			}
+			if err != nil {
+				return "; " + AuditLogUnread + ": " + err.Error()
+			}
+			return f(cr)
 		}
-		if err != nil {
-			return "; " + AuditLogUnread + ": " + err.Error()
-		}
-		return "; " + auditlog.LetGo(log, c.RESTMapper(), cr)
 	}
+	letGo = with(func(cr *unstructured.Unstructured) string { return "; " + auditlog.LetGo(log, c.RESTMapper(), cr) })
+	deleted = with(func(cr *unstructured.Unstructured) string {
+		if w, ok := auditlog.Deleter(log, auditlog.ObjectOf(c.RESTMapper(), cr), time.Now()); ok {
+			return "; the request that deleted it: " + w.String()
+		}
+		return ""
+	})
+	return letGo, deleted
 }
 
 // crdState is a CR kind's CRD as Judge read it: its name, and since when it is being deleted (nil: it

@@ -210,3 +210,37 @@ func TestAnUnfinalizedCRNamesTheWriteThatLetItGo(t *testing.T) {
 		t.Errorf("verdicts %v, want one ending with %q", vs, want)
 	}
 }
+
+// With the audit log, a CR stuck Terminating names the request that deleted it; one no request deleted
+// (the API server did, for its CRD's deletion) says nothing more.
+func TestAStuckCRNamesTheRequestThatDeletedIt(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	stuck := func(name string) *unstructured.Unstructured {
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(gvk)
+		w.SetNamespace("team-a")
+		w.SetName(name)
+		w.SetFinalizers([]string{"g.example/records"})
+		w.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		return w
+	}
+	byJane, byServer := stuck("by-jane"), stuck("by-server")
+	cl := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(byJane, byServer).Build()
+	log := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"delete","user":{"username":"jane"},` +
+		`"objectRef":{"resource":"widgets","namespace":"team-a","name":"by-jane","apiGroup":"g.example","apiVersion":"v1"},` +
+		`"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-12-04T10:00:01.000000Z"}` + "\n"
+	vs, err := Judge(context.Background(), cl, []*unstructured.Unstructured{byJane, byServer},
+		func(context.Context, client.Client, *unstructured.Unstructured) error { return nil },
+		AuditLog(func() ([]byte, error) { return []byte(log), nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		says := strings.Contains(v.Detail, "the request that deleted it: delete by jane")
+		if v.Verdict != StuckTerminating || says != (v.Name == "by-jane") {
+			t.Errorf("%s: %s, %q; want stuck Terminating, naming jane's delete only for by-jane", v.Name, v.Verdict, v.Detail)
+		}
+	}
+}
