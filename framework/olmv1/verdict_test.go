@@ -78,20 +78,7 @@ func TestAStuckCRNamesTheCRDDeletionThatDeletedIt(t *testing.T) {
 // logged about it, else its last line about it, else how the log ended; a finalized one needs no log,
 // and it is read once.
 func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
-	gvk := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(gvk, meta.RESTScopeNamespace)
-	widget := func(name string, deleting bool) *unstructured.Unstructured {
-		w := &unstructured.Unstructured{}
-		w.SetGroupVersionKind(gvk)
-		w.SetNamespace("team-a")
-		w.SetName(name)
-		if deleting {
-			w.SetFinalizers([]string{"g.example/records"})
-			w.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
-		}
-		return w
-	}
+	mapper, widget := teamAWidgets()
 	stuck, lost, done, quiet := widget("stuck", true), widget("lost", false), widget("done", false), widget("quiet", true)
 	silent := widget("silent", true)
 	cl := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(stuck, quiet, silent).Build()
@@ -132,15 +119,8 @@ func TestAnUnfinalizedCRQuotesItsOperatorsLastErrorAboutIt(t *testing.T) {
 
 // A log that could not be read is said so, not taken for an operator that logged nothing.
 func TestAnUnreadOperatorLogIsSaidSo(t *testing.T) {
-	gvk := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(gvk, meta.RESTScopeNamespace)
-	w := &unstructured.Unstructured{}
-	w.SetGroupVersionKind(gvk)
-	w.SetNamespace("team-a")
-	w.SetName("w1")
-	w.SetFinalizers([]string{"g.example/records"})
-	w.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	mapper, widget := teamAWidgets()
+	w := widget("w1", true)
 	cl := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(w).Build()
 	vs, err := Judge(context.Background(), cl, []*unstructured.Unstructured{w},
 		func(context.Context, client.Client, *unstructured.Unstructured) error { return nil },
@@ -214,19 +194,8 @@ func TestAnUnfinalizedCRNamesTheWriteThatLetItGo(t *testing.T) {
 // With the audit log, a CR stuck Terminating names the request that deleted it; one no request deleted
 // (the API server did, for its CRD's deletion) says nothing more.
 func TestAStuckCRNamesTheRequestThatDeletedIt(t *testing.T) {
-	gvk := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(gvk, meta.RESTScopeNamespace)
-	stuck := func(name string) *unstructured.Unstructured {
-		w := &unstructured.Unstructured{}
-		w.SetGroupVersionKind(gvk)
-		w.SetNamespace("team-a")
-		w.SetName(name)
-		w.SetFinalizers([]string{"g.example/records"})
-		w.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
-		return w
-	}
-	byJane, byServer := stuck("by-jane"), stuck("by-server")
+	mapper, widget := teamAWidgets()
+	byJane, byServer := widget("by-jane", true), widget("by-server", true)
 	cl := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(byJane, byServer).Build()
 	log := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"delete","user":{"username":"jane"},` +
 		`"objectRef":{"resource":"widgets","namespace":"team-a","name":"by-jane","apiGroup":"g.example","apiVersion":"v1"},` +
@@ -242,5 +211,24 @@ func TestAStuckCRNamesTheRequestThatDeletedIt(t *testing.T) {
 		if v.Verdict != StuckTerminating || says != (v.Name == "by-jane") {
 			t.Errorf("%s: %s, %q; want stuck Terminating, naming jane's delete only for by-jane", v.Name, v.Verdict, v.Detail)
 		}
+	}
+}
+
+// teamAWidgets is a mapper that knows g.example's Widget, and a maker of Widgets in team-a, deleting ones
+// with a finalizer and a deletionTimestamp.
+func teamAWidgets() (meta.RESTMapper, func(name string, deleting bool) *unstructured.Unstructured) {
+	gvk := schema.GroupVersionKind{Group: "g.example", Version: "v1", Kind: "Widget"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	return mapper, func(name string, deleting bool) *unstructured.Unstructured {
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(gvk)
+		w.SetNamespace("team-a")
+		w.SetName(name)
+		if deleting {
+			w.SetFinalizers([]string{"g.example/records"})
+			w.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		}
+		return w
 	}
 }
