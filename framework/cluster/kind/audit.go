@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/auditlog"
 )
@@ -15,8 +16,9 @@ import (
 // its log stays on the node, read with docker exec (cluster.AuditLogs): a user in the docker group
 // reads it as well as root does.
 const (
-	nodeAuditDir = "/etc/kubernetes/audit"
-	nodeAuditLog = "/var/log/kubernetes/audit/audit.log"
+	nodeAuditDir    = "/etc/kubernetes/audit"
+	nodeAuditLogDir = "/var/log/kubernetes/audit"
+	nodeAuditLog    = nodeAuditLogDir + "/audit.log"
 )
 
 // auditPatches are kubeadm's: the API server's audit flags appended to the args kind sets, and the
@@ -40,7 +42,7 @@ var auditPatches = []kindv1alpha4.PatchJSON6902{{Group: "kubeadm.k8s.io", Versio
   path: /apiServer/extraVolumes
   value:
   - {name: audit-policy, hostPath: ` + nodeAuditDir + `, mountPath: ` + nodeAuditDir + `, readOnly: true, pathType: Directory}
-  - {name: audit-log, hostPath: /var/log/kubernetes/audit, mountPath: /var/log/kubernetes/audit, pathType: DirectoryOrCreate}
+  - {name: audit-log, hostPath: ` + nodeAuditLogDir + `, mountPath: ` + nodeAuditLogDir + `, pathType: DirectoryOrCreate}
 `}}
 
 // auditMount writes the policy into the work dir and returns the node's mount of it.
@@ -60,14 +62,14 @@ const auditTail = 64 << 20
 // AuditLog is the end of the API server's audit log, read from the control-plane node: who made each
 // write (cluster.AuditLogs). Its first line may be cut.
 func (p *Provider) AuditLog() ([]byte, error) {
-	nodes, err := p.kind.ListNodes(p.opts.name)
-	if err != nil || len(nodes) != 1 {
-		return nil, fmt.Errorf("kind cluster %s: list its node (%d found): %v", p.opts.name, len(nodes), err)
+	node, err := p.node()
+	if err != nil {
+		return nil, err
 	}
 	var out, stderr bytes.Buffer
-	if err := nodes[0].Command("tail", "-c", fmt.Sprint(auditTail), nodeAuditLog).SetStdout(&out).SetStderr(&stderr).Run(); err != nil {
+	if err := node.Command("tail", "-c", fmt.Sprint(auditTail), nodeAuditLog).SetStdout(&out).SetStderr(&stderr).Run(); err != nil {
 		return nil, fmt.Errorf("read %s on node %s (a cluster created before the providers kept an audit log has none: delete it): %w: %s",
-			nodeAuditLog, nodes[0], err, bytes.TrimSpace(stderr.Bytes()))
+			nodeAuditLog, node, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return out.Bytes(), nil
 }
@@ -75,12 +77,21 @@ func (p *Provider) AuditLog() ([]byte, error) {
 // noAuditLog says why an existing cluster cannot be reused when it keeps no audit log ("" when it does):
 // one created before the providers kept one.
 func (p *Provider) noAuditLog() string {
-	nodes, err := p.kind.ListNodes(p.opts.name)
-	if err != nil || len(nodes) != 1 {
-		return fmt.Sprintf("cannot list its node: %v", err)
+	node, err := p.node()
+	if err != nil {
+		return err.Error()
 	}
-	if err := nodes[0].Command("test", "-f", nodeAuditLog).Run(); err != nil {
+	if err := node.Command("test", "-f", nodeAuditLog).Run(); err != nil {
 		return "its API server keeps no audit log (" + nodeAuditLog + ")"
 	}
 	return ""
+}
+
+// node is the cluster's one node.
+func (p *Provider) node() (nodes.Node, error) {
+	all, err := p.kind.ListNodes(p.opts.name)
+	if err != nil || len(all) != 1 {
+		return nil, fmt.Errorf("kind cluster %s: list its node (%d found): %v", p.opts.name, len(all), err)
+	}
+	return all[0], nil
 }
