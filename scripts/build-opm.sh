@@ -7,7 +7,6 @@
 # Usage: scripts/build-opm.sh [opm|grpc_health_probe ...]   (default: both)
 . "$(dirname "$0")/lib.sh"
 
-GRPC_HEALTH_PROBE_VERSION=${GRPC_HEALTH_PROBE_VERSION:-v0.4.53}
 want=${*:-opm grpc_health_probe}
 out=$BIN_DIR/opm-$OPERATOR_REGISTRY_VERSION
 src=$CACHE_DIR/src/opm-$OPERATOR_REGISTRY_VERSION

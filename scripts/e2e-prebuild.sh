@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The Go programs `make e2e` runs on a shared cluster (kind, existing), built before they are needed:
-# on kind the cluster helper ($CACHE_DIR/bin/kind-cluster), then the Ginkgo CLI, scripts/atonce (runs
-# the suites side by side), and the packages of the e2e suites and, on kind, of the example consumers
-# and gotestsum compiled into Go's build cache (ginkgo and go test then only link them).
+# on kind the cluster helper ($CACHE_DIR/bin/kind-cluster), then the Ginkgo CLI, and the packages of the
+# e2e suites and, on kind, of the example consumers and gotestsum compiled into Go's build cache (ginkgo
+# and go test then only link them).
 #
-# On kind, scripts/e2e.sh runs it in the background beside the node image and the images: none of it
-# depends on them, and the suites start as soon as the cluster is up.
+# On kind, scripts/e2e.sh runs it beside the node image and the images: none of it depends on them, and
+# the suites start as soon as the cluster is up.
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 all=$SECONDS
@@ -16,7 +16,6 @@ if [ "$PROVIDER" = kind ]; then
   step "build scripts/kind/cluster" go build -o "$BIN_DIR/kind-cluster" ./scripts/kind/cluster
 fi
 step "build the Ginkgo CLI" go build -o "$BIN_DIR/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
-step "build scripts/atonce" go build -o "$BIN_DIR/atonce" ./scripts/atonce
 # A package that does not compile is reported where it runs (ginkgo, scripts/test-examples.sh).
 step "compile the e2e suites" go list -test -export -deps ./e2e/... >/dev/null || true
 if [ "$PROVIDER" = kind ]; then

@@ -5,13 +5,12 @@
 #
 # PROVIDER unset: kind when Docker can run it here (scripts/kind/docker.sh succeeds), else envtest, saying
 # why. PROVIDER=kind builds what is missing (Docker, node image, images: scripts/kind/, scripts/images.sh;
-# meanwhile the run's Go programs in the background: scripts/e2e-prebuild.sh),
-# creates or reuses the cluster $CLEANUP_E2E_KIND_CLUSTER (or KIND_CLUSTER_NAME; OLM installed, images loaded), runs the suites on it
+# beside them the run's Go programs: scripts/e2e-prebuild.sh), creates or reuses the cluster $CLEANUP_E2E_KIND_CLUSTER (or KIND_CLUSTER_NAME; OLM installed, images loaded), runs the suites on it
 # (all Ginkgo processes of all suites share it), exports the node's logs to $ARTIFACTS/kind-logs, and
 # deletes the cluster at the end, also on failure or Ctrl-C, unless KEEP_CLUSTER=1 (or CLEANUP_E2E_KEEP_CLUSTER=1).
 . "$(dirname "$0")/lib.sh"
-# shellcheck source=background.sh
-. "$REPO_ROOT/scripts/background.sh"
+# shellcheck source=atonce.sh
+. "$REPO_ROOT/scripts/atonce.sh"
 cd "$REPO_ROOT"
 ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
@@ -32,44 +31,34 @@ fi
 export ARTIFACTS PROVIDER CLEANUP_E2E_PROVIDER=$PROVIDER
 procs=${GINKGO_PROCS:-2}
 
+# Runs side by side go through atonce (scripts/atonce.sh): one way to stop them all on Ctrl-C.
+[ "$PROVIDER" = envtest ] || step "build scripts/atonce" go build -o "$BIN_DIR/atonce" ./scripts/atonce
 case $PROVIDER in
   envtest) bash scripts/tools.sh ;;
   kind)
     cluster=${CLEANUP_E2E_KIND_CLUSTER:-${KIND_CLUSTER_NAME:-cleanup-e2e}}
     keep=${CLEANUP_E2E_KEEP_CLUSTER:-${KEEP_CLUSTER:-0}}
     export CLEANUP_E2E_KIND_CLUSTER=$cluster
-    # The Go programs of the run build meanwhile, in their own process group (stopped on exit).
-    trap bg_stop EXIT
     trap 'log "interrupted"; exit 130' INT TERM
-    prebuild() {
-      log "==> Go programs of the run, in the background (scripts/e2e-prebuild.sh; output: $ARTIFACTS/prebuild.log)"
-      setsid bash scripts/e2e-prebuild.sh >"$ARTIFACTS/prebuild.log" 2>&1 &
-      prebuild_pid=$!
-    }
-    # Without the node's Kubernetes binaries, node-image.sh compiles Kubernetes in the compile mode the
-    # prebuild uses too (lib.sh): side by side, both compiled the same packages at once (the go command
-    # shares no compile in flight), so the prebuild then starts after the node image, from their cache.
+    [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
+    export CLEANUP_E2E_DOCKER_READY=1 # node-image.sh need not check it again (a privileged docker run, ≈ 1.5 s)
+    # The Go programs of the run build beside the images (none depends on them), under atonce. Without
+    # the node's Kubernetes binaries, node-image.sh compiles Kubernetes first, alone: the go command shares
+    # no compile in flight, and side by side both compiled the same packages (one compile mode, lib.sh).
+    images="bash scripts/images.sh"
     kube_built=1
     for b in $KUBE_BINARIES; do
       [ -x "$BIN_DIR/kube-$KUBE_VERSION/$b" ] || kube_built=0
     done
-    [ "$kube_built" = 0 ] || prebuild
-    [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
-    export CLEANUP_E2E_DOCKER_READY=1 # node-image.sh need not check it again (a privileged docker run, ≈ 1.5 s)
-    step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh
-    [ "$kube_built" = 1 ] || prebuild
-    step "images (scripts/images.sh)" bash scripts/images.sh
-    prebuild_wait=$SECONDS
-    prebuild_rc=0
-    wait "$prebuild_pid" || prebuild_rc=$?
-    sed 's/^/    /' "$ARTIFACTS/prebuild.log" >&2
-    [ "$prebuild_rc" = 0 ] || die "scripts/e2e-prebuild.sh failed (rc=$prebuild_rc, its output above)"
-    log "<== Go programs of the run ready (waited $((SECONDS - prebuild_wait))s for them after the images)"
+    if [ "$kube_built" = 1 ]; then images="bash scripts/kind/node-image.sh && $images"
+    else step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh; fi
+    at_once "kind node image and images (scripts/kind/node-image.sh, scripts/images.sh)" - bash -c "$images" --- \
+      "Go programs of the run (scripts/e2e-prebuild.sh)" "$ARTIFACTS/prebuild.log" bash scripts/e2e-prebuild.sh ||
+      die "building the images or the run's Go programs failed (their output above)"
     helper=$BIN_DIR/kind-cluster
     finish() {
       local rc=$?
       trap - EXIT INT TERM
-      bg_stop # before deleting the cluster: a run still starting would create it again
       "$helper" logs "$ARTIFACTS/kind-logs" >/dev/null 2>&1 && log "node logs in $ARTIFACTS/kind-logs" || true
       if [ "$keep" = 1 ]; then
         log "KEEP_CLUSTER=1: kind cluster $cluster kept (kubeconfig: kind export kubeconfig --name $cluster, or ${TMPDIR:-/tmp}/cleanup-e2e-kind/kind-$cluster/kubeconfig); delete: CLEANUP_E2E_KIND_CLUSTER=$cluster go run ./scripts/kind/cluster down"
@@ -111,33 +100,22 @@ if [ "$PROVIDER" = envtest ]; then
   step "e2e suites on PROVIDER=envtest (ginkgo -p $procs)" ginkgo_run junit-e2e.xml -r ./e2e || rc=$?
   reports=("$ARTIFACTS/junit-e2e.xml")
 else
-  # A shared cluster (kind, existing) serves several runs at once: runs share it, have it alone only
-  # for a Serial spec, and remove what they installed as the last run alive
-  # (framework/testenv/runlock.go). So every suite runs at once, each its own Ginkgo run, and on kind
-  # the example consumers too (examples/*: Ginkgo and e2e-framework, as a consumer repo's suites would;
-  # on envtest make test runs them). The suites in last (e2e/cvo) run after the others, alone.
-  # e2e/cvo could run beside them: only a spec that restarts OLM must not meet its
-  # ClusterOperator CRD, and the disruptive lock sees to that (framework/testenv/disruptive.go). It
-  # stays last, fixed, not a knob: its Widget spec would add to the waits for widget-operator's APIs
-  # that bound the others' run, to gain at most its ≈ 30 s (docs/performance.md). Each one's output
-  # goes to a file, printed when it ends.
-  last=" cvo "
+  # A shared cluster (kind, existing) serves several runs at once (framework/testenv/runlock.go): every
+  # suite runs at once, each its own Ginkgo run, and on kind the example consumers too (on envtest make
+  # test runs them). e2e/cvo runs after them, alone, on 4 processes: beside them its Widget spec would
+  # add to the waits for widget-operator's APIs that bound their run, to gain at most its ≈ 30 s; alone,
+  # 2 processes leave the cores half idle (docs/performance.md).
   reports=()
-  if [ "$PROVIDER" != kind ]; then # (kind's trap above stops them too)
-    trap bg_stop EXIT
-    trap 'log "interrupted"; exit 130' INT TERM
-  fi
+  [ "$PROVIDER" = kind ] || trap 'log "interrupted"; exit 130' INT TERM
   suites_start=$SECONDS
-  then=
-  [ -z "${last// /}" ] || then="; then${last% }"
-  log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each$then)"
-  runs=() # NAME LOG CMD... groups for scripts/atonce (scripts/background.sh)
+  log "==> e2e suites on PROVIDER=$PROVIDER (at once, ginkgo -p $procs each; then cvo)"
+  runs=() # NAME LOG CMD... groups for scripts/atonce
   if [ "$PROVIDER" = kind ]; then
     runs+=("example consumers" "$ARTIFACTS/examples.log" bash scripts/test-examples.sh ---)
   fi
   for dir in e2e/*/; do
     name=${dir%/} name=${name##*/}
-    compgen -G "$dir*_test.go" >/dev/null && [[ $last != *" $name "* ]] || continue
+    compgen -G "$dir*_test.go" >/dev/null && [ "$name" != cvo ] || continue
     runs+=("e2e suite $name" "$ARTIFACTS/e2e-$name.log" bash -c 'ginkgo_run "$@"' _ "junit-e2e-$name.xml" "./$dir" ---)
     reports+=("$ARTIFACTS/junit-e2e-$name.xml")
   done
@@ -150,14 +128,8 @@ else
   if [ "$PROVIDER" = kind ]; then # globbed now that they are written (none: junitsum fails, naming it)
     reports+=("$ARTIFACTS"/junit-example-*.xml)
   fi
-  # Alone, one suite on 2 processes leaves 2 cores about half idle (its specs mostly wait): the last
-  # suites run on 4 processes, fixed (docs/performance.md).
-  for name in $last; do
-    [ -d "e2e/$name" ] || continue
-    procs=4 step "e2e suite $name (after the others)" \
-      ginkgo_run "junit-e2e-$name.xml" "./e2e/$name" || rc=1
-    reports+=("$ARTIFACTS/junit-e2e-$name.xml")
-  done
+  procs=4 step "e2e suite cvo (after the others)" ginkgo_run junit-e2e-cvo.xml ./e2e/cvo || rc=1
+  reports+=("$ARTIFACTS/junit-e2e-cvo.xml")
 fi
 # One closing line over every suite's specs (fails too when Ginkgo crashed before writing its report).
 go run ./scripts/budget "$ARTIFACTS/budget" "$ARTIFACTS"/examples/*/budget || true # where the seconds went (framework/budget)

@@ -86,9 +86,8 @@ func TestE2EInterruptDeletesCluster(t *testing.T) {
 	if !strings.Contains(log(), "delete kind cluster "+name) {
 		t.Errorf("make e2e did not say it deleted the cluster:\n%s", log())
 	}
-	// The runs it started in the background (every suite and the examples, each in its own process
-	// group, out of reach of the interrupt) must be gone too: one still starting would create the
-	// cluster again (it did, before they were stopped from bash's job table).
+	// The runs atonce started (every suite and the examples, each in its own session, out of reach of
+	// the interrupt) must be gone too: one still starting would create the cluster again.
 	if left := processesWith("CLEANUP_E2E_KIND_CLUSTER=" + name); len(left) > 0 {
 		t.Errorf("processes of the interrupted make e2e still run: %s", strings.Join(left, "; "))
 	}

@@ -5,7 +5,7 @@
 #
 # Usage: scripts/envtest-download.sh
 #   ENVTEST_INDEX=url       another release index (a mirror; the tests serve one locally)
-#   ENVTEST_TIMEOUT=seconds how long the download may take (default 120)
+#   DOWNLOAD_TIMEOUT=seconds how long the download may take (default 600, as for every download)
 . "$(dirname "$0")/lib.sh"
 
 # Offline, don't build setup-envtest only to see it fail.
@@ -20,7 +20,7 @@ tool=$(go_tool "sigs.k8s.io/controller-runtime/tools/setup-envtest@$SETUP_ENVTES
 args=(use "${KUBE_VERSION#v}" --bin-dir "$CACHE_DIR/setup-envtest" -p path)
 [ -z "${ENVTEST_INDEX:-}" ] || args+=(--index "$ENVTEST_INDEX")
 errlog=$CACHE_DIR/setup-envtest.log
-if ! dir=$(timeout "${ENVTEST_TIMEOUT:-120}" "$tool" "${args[@]}" 2>"$errlog"); then
+if ! dir=$(timeout "${DOWNLOAD_TIMEOUT:-600}" "$tool" "${args[@]}" 2>"$errlog"); then
   log "setup-envtest could not fetch envtest $KUBE_VERSION: $(tail -n 1 "$errlog")"
   exit 1
 fi

@@ -42,7 +42,7 @@ func TestEnvtestDownload(t *testing.T) {
 	run := func(index string) (string, string, bool) {
 		cache := t.TempDir()
 		cmd := exec.Command("bash", "envtest-download.sh")
-		cmd.Env = append(os.Environ(), "CLEANUP_E2E_CACHE="+cache, "ENVTEST_INDEX="+index, "ENVTEST_TIMEOUT=60")
+		cmd.Env = append(os.Environ(), "CLEANUP_E2E_CACHE="+cache, "ENVTEST_INDEX="+index, "DOWNLOAD_TIMEOUT=60")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()

@@ -2,8 +2,8 @@
 # Runs every example consumer module under examples/ (each has its own go.mod with
 # `replace github.com/cleanup-e2e/cleanup-e2e => ../..`) the way its users would: `go test ./...` in
 # the module, through gotestsum (JUnit into $ARTIFACTS); and the uninstall suite of a fresh kubebuilder
-# scaffold (examples/kubebuilder-scaffold; EXAMPLES_SCAFFOLD=0 leaves it out). Prints each example's
-# time; fails when one fails. The examples run side by side.
+# scaffold (examples/kubebuilder-scaffold). Prints each example's time; fails when one fails. The
+# examples run side by side.
 # Needs the envtest toolchain (`make tools`) for PROVIDER=envtest, the default; with PROVIDER=kind
 # (make e2e runs it so) the cluster $CLEANUP_E2E_KIND_CLUSTER must be up with the images loaded.
 . "$(dirname "$0")/lib.sh"
@@ -54,20 +54,9 @@ run_scaffold() {
   (export CLEANUP_E2E_ROOT=$REPO_ROOT && run_example "$dir" kubebuilder-scaffold) && bash "$script" verify "$dir"
 }
 
-# Every example: a module directory, or "scaffold". EXAMPLES_ONLY (names under examples/, space
-# separated) runs only those.
-examples=()
-for gomod in examples/*/go.mod; do examples+=("$(dirname "$gomod")"); done
-[ "${EXAMPLES_SCAFFOLD:-1}" = 0 ] || examples+=(scaffold)
-if [ -n "${EXAMPLES_ONLY:-}" ]; then
-  only=()
-  for example in "${examples[@]}"; do
-    name=$(basename "$example")
-    [ "$example" != scaffold ] || name=kubebuilder-scaffold
-    [[ " $EXAMPLES_ONLY " != *" $name "* ]] || only+=("$example")
-  done
-  examples=("${only[@]}")
-fi
+# Every example: a module directory, or "scaffold".
+examples=(examples/*/go.mod scaffold)
+examples=("${examples[@]%/go.mod}")
 run_one() { if [ "$1" = scaffold ]; then run_scaffold; else run_example "$1"; fi; }
 
 rc=0

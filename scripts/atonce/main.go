@@ -1,6 +1,7 @@
 // Command atonce runs commands side by side (make e2e's suites and example consumers on a shared
 // cluster) and stops them all on Ctrl-C. Each run has its own session, so a Ctrl-C reaches atonce
-// alone, which passes one SIGTERM to each run; a run's output goes to a file, printed when it ends.
+// alone, which passes one SIGTERM to each run; a run's output goes to a file, printed when it ends, or
+// with LOG "-" straight to atonce's output (one long run the user watches, e.g. image builds).
 //
 //	atonce [-grace 10s] NAME LOG CMD [ARG...] [--- NAME LOG CMD [ARG...]]...
 //
@@ -100,8 +101,12 @@ func runAll(runs []run, signals <-chan os.Signal, grace time.Duration, out, log 
 			return stop(s, runs, cmds, signals, done, grace, log)
 		default:
 		}
-		logf(log, "==> %s (output: %s, printed when it ends)", r.name, r.log)
-		cmd, err := start(r)
+		if r.log == "-" {
+			logf(log, "==> %s", r.name)
+		} else {
+			logf(log, "==> %s (output: %s, printed when it ends)", r.name, r.log)
+		}
+		cmd, err := start(r, out, log)
 		if err != nil {
 			logf(log, "<== %s FAILED (could not start: %v)", r.name, err)
 			status = 1
@@ -115,7 +120,7 @@ func runAll(runs []run, signals <-chan os.Signal, grace time.Duration, out, log 
 		case e := <-done:
 			r := runs[e.i]
 			cmds[e.i] = nil
-			if output, err := os.ReadFile(r.log); err == nil {
+			if output, err := os.ReadFile(r.log); r.log != "-" && err == nil {
 				_, _ = out.Write(output)
 			}
 			verdict := "passed"
@@ -130,16 +135,19 @@ func runAll(runs []run, signals <-chan os.Signal, grace time.Duration, out, log 
 	return status
 }
 
-// start starts r in a session of its own, its output in r.log.
-func start(r run) (*exec.Cmd, error) {
-	f, err := os.Create(r.log)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close() // the run has its own descriptor
+// start starts r in a session of its own, its output in r.log (or out and log with "-").
+func start(r run, out, log io.Writer) (*exec.Cmd, error) {
 	cmd := exec.Command(r.argv[0], r.argv[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Stdout, cmd.Stderr = out, log
+	if r.log != "-" {
+		f, err := os.Create(r.log)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close() // the run has its own descriptor
+		cmd.Stdout, cmd.Stderr = f, f
+	}
 	return cmd, cmd.Start()
 }
 

@@ -31,17 +31,19 @@ func TestEachRunIsReportedAndAFailureFails(t *testing.T) {
 		{"a", filepath.Join(dir, "a.log"), []string{"sh", "-c", "echo output of a"}},
 		{"b", filepath.Join(dir, "b.log"), []string{"sh", "-c", "echo output of b; exit 3"}},
 		{"c", filepath.Join(dir, "c.log"), []string{filepath.Join(dir, "missing")}},
+		{"d", "-", []string{"sh", "-c", "echo output of d; echo d says >&2"}},
 	}
-	var out, log bytes.Buffer
+	var out, log lockedLog // d writes to both from exec's copying goroutines, beside atonce's own lines
 	if status := runAll(runs, nil, time.Second, &out, &log); status != 1 {
 		t.Errorf("status %d, want 1 (b failed, c could not start)", status)
 	}
-	for _, want := range []string{"output of a\n", "output of b\n"} {
+	for _, want := range []string{"output of a\n", "output of b\n", "output of d\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the output does not hold %q:\n%s", want, out.String())
 		}
 	}
-	for _, want := range []string{"==> a (output: " + runs[0].log, "<== a passed in ", "<== b FAILED (exit status 3) in ", "<== c FAILED (could not start: "} {
+	for _, want := range []string{"==> a (output: " + runs[0].log, "<== a passed in ", "<== b FAILED (exit status 3) in ",
+		"<== c FAILED (could not start: ", "==> d\n", "d says\n", "<== d passed in "} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log does not say %q:\n%s", want, log.String())
 		}
@@ -103,7 +105,8 @@ func TestASignalGivesEveryRunOneSIGTERMAndExits130(t *testing.T) {
 	}
 }
 
-// lockedLog is atonce's log, readable while atonce still writes it (a test that timed out prints it).
+// lockedLog is atonce's output or log, readable while atonce still writes it (a test that timed out
+// prints it), written by atonce and a run with LOG "-" at once.
 type lockedLog struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

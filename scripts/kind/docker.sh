@@ -1,30 +1,24 @@
 #!/usr/bin/env bash
 # Makes a Docker engine usable for kind on this machine, idempotently: installs docker.io when dockerd
-# is missing, starts dockerd (overlay2, log in $DOCKERD_LOG) or reuses a running one, and proves that
+# is missing, starts dockerd (overlay2, log in /var/log/cleanup-e2e-dockerd.log) or reuses a running one, and proves that
 # `docker run --privileged` works.
 # Where the kernel withholds CAP_SYS_RESOURCE from the bounding set, runc fails every --privileged
 # container, which kind needs: dockerd's default runtime is then a runc wrapper that drops just that
 # capability from the OCI spec.
 #
-# Usage: scripts/kind/docker.sh           (set DOCKER_CHECK_ONLY=1 to check without installing/starting)
+# Usage: scripts/kind/docker.sh
 . "$(dirname "$0")/lib.sh"
 
-DOCKERD_LOG=${DOCKERD_LOG:-/var/log/cleanup-e2e-dockerd.log}
+DOCKERD_LOG=/var/log/cleanup-e2e-dockerd.log
 DAEMON_JSON=/etc/docker/daemon.json
 RUNTIME_NAME=cleanup-e2e-runc
 WRAPPER=/usr/local/libexec/cleanup-e2e/runc-without-sys-resource
-CHECK_ONLY=${DOCKER_CHECK_ONLY:-0}
 
 # CAP_SYS_RESOURCE is capability 24.
 sys_resource_missing() {
   local bnd
   bnd=$(awk '/^CapBnd:/ {print $2}' /proc/self/status)
   (( (16#$bnd >> 24 & 1) == 0 ))
-}
-
-install_docker() {
-  [ "$CHECK_ONLY" = 1 ] && die "dockerd is not installed (run scripts/kind/docker.sh)"
-  apt_install docker.io jq
 }
 
 real_runc() {
@@ -124,19 +118,16 @@ if sys_resource_missing; then
 fi
 
 if ! command -v dockerd >/dev/null; then
-  step "install docker.io (apt)" install_docker
+  step "install docker.io (apt)" apt_install docker.io jq
 fi
 # jq edits daemon.json and the OCI specs in the runc wrapper.
-command -v jq >/dev/null || { [ "$CHECK_ONLY" = 1 ] || step "install jq (apt)" apt_install jq; }
+command -v jq >/dev/null || step "install jq (apt)" apt_install jq
 
 # The wrapper is rewritten every time (cheap, atomic): a reused dockerd may point at a deleted one.
-if [ "$need_wrapper" = 1 ] && [ "$CHECK_ONLY" != 1 ]; then
-  step "write runc wrapper without CAP_SYS_RESOURCE" write_wrapper
-fi
+[ "$need_wrapper" = 0 ] || step "write runc wrapper without CAP_SYS_RESOURCE" write_wrapper
 if docker info >/dev/null 2>&1; then
   log "reusing running dockerd ($(docker info --format '{{.ServerVersion}}, storage {{.Driver}}, cgroup {{.CgroupDriver}} v{{.CgroupVersion}}'))"
 else
-  [ "$CHECK_ONLY" = 1 ] && die "no dockerd is running (run scripts/kind/docker.sh)"
   configure_daemon "$need_wrapper"
   step "start dockerd" start_dockerd
 fi

@@ -99,32 +99,26 @@ but this script ships
 $ship_images
 (update the tags in scripts/kind/lib.sh)"
 
-# --- 3. base image
+# --- 3. base image, and the iptables tools alone as kube-proxy's base (instead of the whole rootfs)
+# on_rootfs IMAGE DIR: docker build of images/DIR FROM the rootfs image (its PAUSE_IMAGE filled in).
+on_rootfs() {
+  local ctx
+  ctx=$(mktemp -d "${TMPDIR:-/tmp}/cleanup-e2e-$2.XXXXXX")
+  cp -a "$REPO_ROOT/images/$2/." "$ctx/"
+  [ ! -f "$ctx/files/etc/containerd/config.toml" ] || sed -i "s#@PAUSE_IMAGE@#$PAUSE_IMAGE#" "$ctx/files/etc/containerd/config.toml"
+  DOCKER_BUILDKIT=0 docker build -q --build-arg "ROOTFS=$ROOTFS_IMAGE" -t "$1" "$ctx" >/dev/null 2>"$ctx/err" \
+    || { cat "$ctx/err" >&2; rm -rf "$ctx"; return 1; }
+  rm -rf "$ctx"
+}
+# content hashes only: checkouts share the cache
 base_hash=$( { echo "$ROOTFS_IMAGE $PAUSE_IMAGE"; cd "$REPO_ROOT/images/kind-node" && find . -type f | sort | xargs sha256sum; } | sha | cut -c1-12)
 BASE_IMAGE=$NODE_IMAGE_REPO-base:$base_hash
-build_base() {
-  local ctx
-  ctx=$(mktemp -d "${TMPDIR:-/tmp}/cleanup-e2e-kind-base.XXXXXX")
-  cp -a "$REPO_ROOT/images/kind-node/." "$ctx/"
-  sed -i "s#@PAUSE_IMAGE@#$PAUSE_IMAGE#" "$ctx/files/etc/containerd/config.toml"
-  DOCKER_BUILDKIT=0 docker build -q --build-arg "ROOTFS=$ROOTFS_IMAGE" -t "$BASE_IMAGE" "$ctx" >/dev/null 2>"$ctx/err" \
-    || { cat "$ctx/err" >&2; rm -rf "$ctx"; return 1; }
-  rm -rf "$ctx"
-}
-if image_exists "$BASE_IMAGE"; then log "base image $BASE_IMAGE cached"; else step "build base image $BASE_IMAGE" build_base; fi
-
-# iptables tools only, as kube-proxy's base (instead of the whole rootfs)
-ipt_hash=$( { echo "$ROOTFS_IMAGE"; sha256sum <"$REPO_ROOT/images/iptables/Dockerfile"; } | sha | cut -c1-12) # content only: checkouts share the cache
+ipt_hash=$( { echo "$ROOTFS_IMAGE"; sha256sum <"$REPO_ROOT/images/iptables/Dockerfile"; } | sha | cut -c1-12)
 IPTABLES_IMAGE=$NODE_IMAGE_REPO-iptables:$ipt_hash
-build_iptables() {
-  local ctx
-  ctx=$(mktemp -d "${TMPDIR:-/tmp}/cleanup-e2e-iptables.XXXXXX")
-  cp "$REPO_ROOT/images/iptables/Dockerfile" "$ctx/"
-  DOCKER_BUILDKIT=0 docker build -q --build-arg "ROOTFS=$ROOTFS_IMAGE" -t "$IPTABLES_IMAGE" "$ctx" >/dev/null 2>"$ctx/err" \
-    || { cat "$ctx/err" >&2; rm -rf "$ctx"; return 1; }
-  rm -rf "$ctx"
-}
-if image_exists "$IPTABLES_IMAGE"; then log "iptables image $IPTABLES_IMAGE cached"; else step "build iptables image $IPTABLES_IMAGE" build_iptables; fi
+for pair in "$BASE_IMAGE kind-node" "$IPTABLES_IMAGE iptables"; do
+  read -r image dir <<<"$pair"
+  if image_exists "$image"; then log "image $image cached"; else step "build image $image" on_rootfs "$image" "$dir"; fi
+done
 
 # --- 4. control-plane images
 cp_images() {

@@ -1,5 +1,5 @@
-// Tests of scripts/background.sh (make e2e's runs side by side, through scripts/atonce) without
-// Docker: fake runs instead of suites.
+// Tests of scripts/atonce.sh (make e2e's runs side by side, through scripts/atonce) without Docker:
+// fake runs instead of suites.
 package scripts_test
 
 import (
@@ -17,12 +17,12 @@ import (
 	"time"
 )
 
-// background runs a bash script after sourcing lib.sh and background.sh, in its own process group
+// sourced runs a bash script after sourcing lib.sh and atonce.sh, in its own process group
 // (a terminal's job), with marker in its environment (and so in every process it starts) and atonce
 // built from this checkout.
-func background(t *testing.T, atonce, script, marker string) *exec.Cmd {
+func sourced(t *testing.T, atonce, script, marker string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", ". ./lib.sh; . ./background.sh; "+script)
+	cmd := exec.Command("bash", "-c", ". ./lib.sh; . ./atonce.sh; "+script)
 	cmd.Env = append(os.Environ(), marker, "CLEANUP_E2E_CACHE="+t.TempDir(), "ATONCE="+atonce)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
@@ -60,7 +60,7 @@ func buildAtonce(t *testing.T) string {
 
 func TestAtOnceReturnsWhetherEveryRunPassed(t *testing.T) {
 	dir := t.TempDir()
-	out, err := background(t, buildAtonce(t), fmt.Sprintf(`
+	out, err := sourced(t, buildAtonce(t), fmt.Sprintf(`
 rc=0; at_once "run a" %[1]s/a.log bash -c 'echo output of a' --- "run b" %[1]s/b.log bash -c 'exit 3' || rc=$?
 echo "at_once: $rc"`, dir), "CLEANUP_E2E_BG_TEST=report").CombinedOutput()
 	if err != nil {
@@ -90,8 +90,7 @@ func TestAnInterruptWhileRunsStartIsNeverLost(t *testing.T) {
 		starts += fmt.Sprintf(" 'run %d' %s/%d.log sleep 5 ---", i, dir, i)
 	}
 	script := func(intTrap string) string {
-		return `trap bg_stop EXIT
-trap 'log interrupted; exit 130' TERM
+		return `trap 'log interrupted; exit 130' TERM
 trap ` + intTrap + ` INT
 log "==> runs"
 rc=0; at_once` + starts + ` || rc=$?; echo "at_once returned $rc"`
@@ -104,7 +103,7 @@ rc=0; at_once` + starts + ` || rc=$?; echo "at_once returned $rc"`
 			// then); nothing could see one that came before atonce started.
 			intTrap, after = `:`, "==> run 0 ("
 		}
-		cmd := background(t, atonce, script(intTrap), marker)
+		cmd := sourced(t, atonce, script(intTrap), marker)
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
