@@ -37,6 +37,9 @@ func TestOnACluster(t *testing.T) {
 	t.Run("a crash-looping operator fails the install naming its last error", func(t *testing.T) {
 		testACrashLoopingOperatorFailsTheInstallNamingItsLastError(ctx, t, c)
 	})
+	t.Run("the OLM probe leaves no ClusterRoles", func(t *testing.T) {
+		testTheOLMProbeLeavesNoClusterRoles(ctx, t, c)
+	})
 }
 
 // An operator that exits at once (a scaffolded operator whose webhook certificate is missing) never

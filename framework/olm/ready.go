@@ -7,6 +7,7 @@ import (
 
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,13 @@ const probeWindow = 5 * time.Second
 // ProbeNamespace and waits up to probeWindow for OLM to write its status, then deletes it. A health
 // endpoint only says the process is up; an old probe's status only says OLM acted once. This fails for
 // an OLM that is stopped, crashed or wedged.
+//
+// OLM leaves nothing behind for it: olm-operator writes a new OperatorGroup's status, then creates its
+// admin, edit and view ClusterRoles in the same sync, and deletes them when it sees the OperatorGroup
+// deleted, from its informer cache (pkg/controller/operators/olm/operatorgroup.go: syncOperatorGroups,
+// operatorGroupDeleted). A probe deleted in between, or before that cache has the roles, left them on
+// the cluster for ever, three a probe. So a probe waits for its roles before it goes, and then removes
+// the roles of every probe OperatorGroup that is gone (removeOrphanedProbeRoles).
 func Reconciling(ctx context.Context, c client.Client) (bool, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ProbeNamespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -34,12 +42,19 @@ func Reconciling(ctx context.Context, c client.Client) (bool, error) {
 	if err := c.Create(ctx, og); err != nil {
 		return false, fmt.Errorf("create OLM probe OperatorGroup: %w", err)
 	}
+	answered := false
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), intervals.Get(intervals.Request))
 		defer cancel()
+		if answered { // OLM's sync goes on to create the probe's ClusterRoles: let it, then they can go
+			_ = intervals.Wait(dctx, intervals.Request, func() (bool, string) {
+				roles, err := probeRoles(dctx, c)
+				return err != nil || len(roles[og.Name]) >= 3, "OLM has not created the probe's admin, edit and view ClusterRoles"
+			}, intervals.Within(probeWindow), intervals.Every(50*time.Millisecond))
+		}
 		_ = client.IgnoreNotFound(c.Delete(dctx, og))
+		removeOrphanedProbeRoles(dctx, c)
 	}()
-	answered := false
 	var readErr error
 	// The window bounds the polling, not each read: a read under the window's deadline is refused by
 	// client-go's rate limiter when its wait would cross it, which is no answer from OLM (found by the
@@ -59,6 +74,38 @@ func Reconciling(ctx context.Context, c client.Client) (bool, error) {
 		return false, readErr
 	}
 	return false, nil
+}
+
+// probeRoles lists the ClusterRoles OLM made for OperatorGroups in ProbeNamespace, by OperatorGroup.
+func probeRoles(ctx context.Context, c client.Client) (map[string][]rbacv1.ClusterRole, error) {
+	list := &rbacv1.ClusterRoleList{}
+	if err := c.List(ctx, list, client.MatchingLabels{LabelOwnerKind: "OperatorGroup", LabelOwnerNamespace: ProbeNamespace}); err != nil {
+		return nil, err
+	}
+	by := map[string][]rbacv1.ClusterRole{}
+	for _, r := range list.Items {
+		by[r.Labels[LabelOwner]] = append(by[r.Labels[LabelOwner]], r)
+	}
+	return by, nil
+}
+
+// removeOrphanedProbeRoles deletes the ClusterRoles OLM made for probe OperatorGroups that no longer
+// exist, each with a UID precondition. Best effort: a user who may not list or delete ClusterRoles keeps
+// them, as before.
+func removeOrphanedProbeRoles(ctx context.Context, c client.Client) {
+	roles, err := probeRoles(ctx, c)
+	if err != nil {
+		return
+	}
+	for name, rs := range roles {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ProbeNamespace, Name: name}, &operatorsv1.OperatorGroup{})
+		if !apierrors.IsNotFound(err) {
+			continue // its OperatorGroup is there (a probe running now), or unknown: OLM's to remove
+		}
+		for i := range rs {
+			_ = c.Delete(ctx, &rs[i], client.Preconditions{UID: &rs[i].UID})
+		}
+	}
 }
 
 // WaitReconciling polls Reconciling until it is true or timeout passes (≤ 0: the olm-ready interval).
