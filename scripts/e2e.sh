@@ -5,9 +5,11 @@
 #
 # PROVIDER unset: kind when Docker can run it here (scripts/kind/docker.sh succeeds), else envtest, saying
 # why. PROVIDER=kind builds what is missing (Docker, node image, images: scripts/kind/, scripts/images.sh;
-# beside them the run's Go programs: scripts/e2e-prebuild.sh), creates or reuses the cluster $CLEANUP_E2E_KIND_CLUSTER (or KIND_CLUSTER_NAME; OLM installed, images loaded), runs the suites on it
+# beside them the run's Go programs: scripts/e2e-prebuild.sh), creates or reuses the cluster
+# $CLEANUP_E2E_KIND_CLUSTER (or KIND_CLUSTER_NAME; OLM installed, images loaded), runs the suites on it
 # (all Ginkgo processes of all suites share it), exports the node's logs to $ARTIFACTS/kind-logs, and
-# deletes the cluster at the end, also on failure or Ctrl-C, unless KEEP_CLUSTER=1 (or CLEANUP_E2E_KEEP_CLUSTER=1).
+# deletes the cluster at the end, also on failure or Ctrl-C, unless KEEP_CLUSTER=1 (or
+# CLEANUP_E2E_KEEP_CLUSTER=1).
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=atonce.sh
 . "$REPO_ROOT/scripts/atonce.sh"
