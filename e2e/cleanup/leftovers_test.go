@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +18,7 @@ import (
 	fixturesv1alpha1 "github.com/cleanup-e2e/cleanup-e2e/fixtures/api/v1alpha1"
 	"github.com/cleanup-e2e/cleanup-e2e/fixtures/widget"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
 )
 
@@ -65,6 +68,13 @@ var _ = Describe("Leftovers report", Label("operand-cleanup", "leftovers"), func
 		r.ExpectRemoved(ctx, removed)
 		r.ExpectUninstalled(ctx)
 
+		// What olm-operator leaves when an OperatorGroup goes while it syncs it: its ClusterRoles,
+		// labelled with the gone group. OLM's timing makes that race rare, so the role is planted.
+		orphan := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "olm.og.gone.admin-", Labels: map[string]string{
+			olm.LabelOwner: "gone", olm.LabelOwnerNamespace: removed[0].GetNamespace(), olm.LabelOwnerKind: "OperatorGroup"}}}
+		Expect(k8s.Create(ctx, orphan)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { _ = client.IgnoreNotFound(k8s.Delete(ctx, orphan)) })
+
 		By("checking the report names the leaked ConfigMap, why it is blamed and who made it")
 		rep, err := r.LeftoversReport(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -74,6 +84,10 @@ var _ = Describe("Leftovers report", Label("operand-cleanup", "leftovers"), func
 		Expect(l.Namespace).To(Equal(widget.DefaultRecordsNamespace))
 		Expect(l.Labels).To(HaveKeyWithValue(fixturesv1alpha1.LabelManagedBy, widget.Name))
 		Expect(l.Why).To(Or(ContainSubstring(removed[0].GetNamespace()), ContainSubstring(string(removed[0].GetUID()))))
+
+		By("checking OLM's orphaned ClusterRole is listed apart, not blamed on the operator")
+		Expect(rep.OLMOrphans).To(ConsistOf(HaveField("Object.Name", orphan.Name)), rep.String())
+		Expect(rep.String()).To(ContainSubstring("ClusterRole(s) OLM left behind"))
 
 		By("checking the library's check fails with a message listing it")
 		failures := InterceptGomegaFailures(func() { r.ExpectNoLeftovers(ctx) })

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 )
 
 // Scope says what belongs to the installation under test, so that objects made at the same time by
@@ -54,6 +56,9 @@ type Report struct {
 	// AwaitingGC are attributed objects whose every owner is gone: the garbage collector deletes them
 	// (it notices new kinds, e.g. a CRD installed moments ago, only every 30s). Not failures.
 	AwaitingGC []Leftover
+	// OLMOrphans are ClusterRoles OLM generated for one of the installation's OperatorGroups that is
+	// gone: OLM's leak, not the operator's (see olmOrphan), so not failures.
+	OLMOrphans []Leftover
 	// Unattributed are new objects nothing links to the installation (others' work, or leftovers the
 	// scope cannot see: see the package documentation).
 	Unattributed []Object
@@ -74,9 +79,13 @@ func Diff(before, after *Snapshot, opts DiffOptions) Report {
 		ignore = append(DefaultIgnore(), ignore...)
 	}
 	old := before.ByUID()
-	var fresh []Object
+	var fresh, orphans []Object
 	for _, o := range after.Objects {
 		if _, ok := old[o.UID]; ok {
+			continue
+		}
+		if olmOrphan(o, after) {
+			orphans = append(orphans, o)
 			continue
 		}
 		if _, ok := firstMatch(ignore, o); ok {
@@ -86,6 +95,11 @@ func Diff(before, after *Snapshot, opts DiffOptions) Report {
 	}
 
 	sc := newScopeIndex(opts.Scope, before, after)
+	for _, o := range orphans {
+		if w := sc.attribute(o); w != "" { // others' orphans are others' business
+			rep.OLMOrphans = append(rep.OLMOrphans, Leftover{Object: o, Why: w})
+		}
+	}
 	// Kept objects first, transitively: whatever points at a kept object is part of it.
 	kept := map[types.UID]bool{}
 	for _, u := range opts.Scope.Keep {
@@ -282,6 +296,12 @@ func (r Report) String() string {
 			names = append(names, l.Key())
 		}
 		fmt.Fprintf(&b, "%d object(s) awaiting garbage collection (every owner is gone): %s\n", len(r.AwaitingGC), strings.Join(names, "; "))
+	}
+	if len(r.OLMOrphans) > 0 {
+		fmt.Fprintf(&b, "%d ClusterRole(s) OLM left behind: their OperatorGroup is gone and OLM deletes a group's roles only when it sees the group's delete event (not a failure of the operator; delete them):\n", len(r.OLMOrphans))
+		for _, l := range r.OLMOrphans {
+			fmt.Fprintf(&b, "  - %s (OperatorGroup %s/%s)\n", l.Key(), l.Labels[olm.LabelOwnerNamespace], l.Labels[olm.LabelOwner])
+		}
 	}
 	if n := len(r.Unattributed); n > 0 {
 		const show = 10

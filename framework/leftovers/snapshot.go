@@ -5,7 +5,8 @@
 // Snapshots use the metadata client (PartialObjectMetadata lists), so they cost one list per resource
 // type and namespace and never transfer object bodies. Churn (events, leases, endpoints, OLM's copied
 // CSVs and OperatorGroup ClusterRoles, the framework's probe objects) is never reported; see
-// DefaultIgnore and SkippedResources.
+// DefaultIgnore and SkippedResources. OperatorGroup ClusterRoles whose group is gone are OLM's leak and
+// listed apart (Report.OLMOrphans), never as the operator's.
 //
 // On a cluster where other things happen at the same time (parallel specs, other users), a new object
 // outside the installation's namespaces counts only when something links it to the installation: an
@@ -87,6 +88,9 @@ type Snapshot struct {
 	// Namespaces are the namespaces whose namespaced objects were listed.
 	Namespaces []string
 	Objects    []Object
+	// Listed are the resource types ("resource.group") every list of which succeeded: an object of
+	// such a type in a listed namespace is either in Objects or did not exist.
+	Listed []string
 	// Errors are the resources that could not be listed (discovery of an aggregated API failing, no
 	// permission on an existing cluster); a diff cannot see leftovers of those.
 	Errors []string
@@ -147,6 +151,8 @@ type listTarget struct {
 	namespaced bool
 }
 
+func (t listTarget) id() string { return resourceID(t.gvr.Group, t.gvr.Resource) }
+
 // Take lists every listable resource type (preferred versions) cluster-wide for cluster-scoped ones
 // and in each of the namespaces for namespaced ones. Resources that cannot be listed are recorded in
 // Errors; only a failed discovery (nothing to list) is an error.
@@ -191,6 +197,7 @@ func (s *Snapshotter) Take(ctx context.Context, namespaces ...string) (*Snapshot
 	ch := make(chan job)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	failed := map[string]bool{}
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -204,6 +211,7 @@ func (s *Snapshotter) Take(ctx context.Context, namespaces ...string) (*Snapshot
 						where += " in " + j.ns
 					}
 					snap.Errors = append(snap.Errors, where+": "+err.Error())
+					failed[j.t.id()] = true
 				}
 				snap.Objects = append(snap.Objects, objs...)
 				mu.Unlock()
@@ -219,6 +227,12 @@ func (s *Snapshotter) Take(ctx context.Context, namespaces ...string) (*Snapshot
 		return nil, err
 	}
 	snap.Objects = dedupObjects(snap.Objects)
+	for _, t := range targets {
+		if !failed[t.id()] {
+			snap.Listed = append(snap.Listed, t.id())
+		}
+	}
+	snap.Listed = dedup(snap.Listed)
 	sort.Strings(snap.Errors)
 	return snap, nil
 }
