@@ -118,8 +118,13 @@ func renderLabels(l map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-// olmOwnerKindOperatorGroup is the olm.owner.kind of what OLM generates for an OperatorGroup.
-const olmOwnerKindOperatorGroup = "OperatorGroup"
+// operatorGroupRoles selects the ClusterRoles olm-operator generates for each OperatorGroup (admin,
+// edit, view), labelled with the group's name and namespace. A function: a caller may change the
+// matchers DefaultIgnore returns.
+func operatorGroupRoles() Matcher {
+	return Matcher{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole",
+		Labels: map[string]string{olm.LabelOwnerKind: "OperatorGroup"}, Reason: "OLM's OperatorGroup ClusterRoles"}
+}
 
 // DefaultIgnore is the churn a diff never reports:
 //   - OLM's copies of a global operator's CSV in every namespace (olm.copiedFrom), and the
@@ -141,8 +146,7 @@ func DefaultIgnore() []Matcher {
 	return []Matcher{
 		{Group: "operators.coreos.com", Kind: "ClusterServiceVersion", Labels: map[string]string{olm.LabelCopiedFrom: "*"},
 			Reason: "OLM's copy of a global operator's CSV"},
-		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Labels: map[string]string{olm.LabelOwnerKind: olmOwnerKindOperatorGroup},
-			Reason: "OLM's OperatorGroup ClusterRoles"},
+		operatorGroupRoles(),
 		{Kind: "ServiceAccount", Func: perNamespaceSA, Reason: "every namespace's ServiceAccounts"},
 		{Kind: "ConfigMap", Name: "kube-root-ca.crt", Reason: "every namespace's root CA"},
 		{Kind: "ConfigMap", Name: "openshift-service-ca.crt", Reason: "every namespace's service CA (OpenShift)"},

@@ -16,7 +16,7 @@ const operatorGroups = "operatorgroups.operators.coreos.com"
 // where the snapshot saw every OperatorGroup of the group's namespace, so a failed list or an unlisted
 // namespace never makes an orphan.
 func olmOrphan(o Object, after *Snapshot) bool {
-	if o.Group != "rbac.authorization.k8s.io" || o.Kind != "ClusterRole" || o.Labels[olm.LabelOwnerKind] != olmOwnerKindOperatorGroup {
+	if !operatorGroupRoles().Matches(o) {
 		return false
 	}
 	name, ns := o.Labels[olm.LabelOwner], o.Labels[olm.LabelOwnerNamespace]
