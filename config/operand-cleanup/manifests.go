@@ -1,7 +1,7 @@
 // Package operandcleanupconfig embeds the manifests that install the operand-cleanup controller
 // (Namespace, ServiceAccount, least-privilege ClusterRole/Binding, leader-election Role, Deployment, and the
-// orphan guard of OLM v1's orphan uninstall: a ValidatingAdmissionPolicy and its binding) so the framework
-// can apply them. Files are applied in name order.
+// two guards of OLM v1's ordered uninstall, each a ValidatingAdmissionPolicy and its binding: the orphan
+// guard and the unarmed guard) so the framework can apply them. Files are applied in name order.
 package operandcleanupconfig
 
 import (

@@ -92,9 +92,10 @@ func TestClusterRoleHasNoRBACWritePower(t *testing.T) {
 	}
 }
 
-// The orphan guard the controller checks for (extensioncleanup.OrphanGuardName) is what this directory
-// installs: a ValidatingAdmissionPolicy and a binding of that name, the binding denying.
-func TestOrphanGuardIsInstalled(t *testing.T) {
+// The guards of OLM v1's ordered uninstall are what this directory installs: a ValidatingAdmissionPolicy
+// and a binding of each name, the binding denying. The controller checks for the orphan guard
+// (extensioncleanup.OrphanGuardName) before an orphan uninstall.
+func TestGuardsAreInstalled(t *testing.T) {
 	if OrphanGuard != extensioncleanup.OrphanGuardName {
 		t.Fatalf("OrphanGuard %q, extensioncleanup.OrphanGuardName %q: the controller would look for another policy", OrphanGuard, extensioncleanup.OrphanGuardName)
 	}
@@ -102,20 +103,22 @@ func TestOrphanGuardIsInstalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := map[string]bool{}
-	for _, o := range objs {
-		if o.GetName() != OrphanGuard {
-			continue
-		}
-		found[o.GetKind()] = true
-		if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
-			actions, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "validationActions")
-			if policy, _, _ := unstructured.NestedString(o.Object, "spec", "policyName"); policy != OrphanGuard || !slices.Contains(actions, "Deny") {
-				t.Errorf("binding %s: policy %q, actions %v; want %s with Deny", OrphanGuard, policy, actions, OrphanGuard)
+	for _, name := range []string{extensioncleanup.OrphanGuardName, extensioncleanup.UnarmedGuardName} {
+		found := map[string]bool{}
+		for _, o := range objs {
+			if o.GetName() != name {
+				continue
+			}
+			found[o.GetKind()] = true
+			if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
+				actions, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "validationActions")
+				if policy, _, _ := unstructured.NestedString(o.Object, "spec", "policyName"); policy != name || !slices.Contains(actions, "Deny") {
+					t.Errorf("binding %s: policy %q, actions %v; want %s with Deny", name, policy, actions, name)
+				}
 			}
 		}
-	}
-	if !found["ValidatingAdmissionPolicy"] || !found["ValidatingAdmissionPolicyBinding"] {
-		t.Errorf("config/operand-cleanup has %v named %s; want the policy and its binding", found, OrphanGuard)
+		if !found["ValidatingAdmissionPolicy"] || !found["ValidatingAdmissionPolicyBinding"] {
+			t.Errorf("config/operand-cleanup has %v named %s; want the policy and its binding", found, name)
+		}
 	}
 }

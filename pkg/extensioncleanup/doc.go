@@ -108,9 +108,16 @@
 //     collector, whenever it comes: while the ClusterExtension waits out gcSettle, after it went, or
 //     once a ClusterExtension of the same name adopted the CRD. The guard also keeps a held
 //     CRD's holder reference from any write that leaves HeldByAnnotation in place (see below).
+//  8. An opted-in ClusterExtension (a valid UninstallAnnotation) not being deleted cannot be deleted
+//     without Finalizer: the unarmed guard (UnarmedGuardName, config/operand-cleanup/41-unarmed-guard.yaml)
+//     refuses the delete, naming the two ways out (wait for the controller to arm it, or opt out). The
+//     controller arms an opted-in ClusterExtension at its first reconcile of it; without the guard one
+//     deleted before that (the controller down, or a delete right after the annotation) got upstream's
+//     uninstall.
 //
-// The windows left: a ClusterExtension deleted before the controller armed it (no Finalizer yet) is
-// upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); a strip the GC
+// The windows left: a ClusterExtension deleted before the controller armed it while the unarmed guard
+// is not in force (not applied, or applied moments ago: the API server enforces a new policy once its
+// informers have it) is upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); a strip the GC
 // took more than gcSettle to apply. The orphan guard closes the window a foreground deletion opened
 // until foregroundDeletion goes: the GC strips the ClusterExtension's reference from a held CRD at once,
 // and operator-controller v1.2.0, which keeps reconciling a deleted ClusterExtension (no

@@ -25,6 +25,13 @@ import (
 // win that race. The policy makes that write fail however late it comes.
 const OrphanGuardName = "orphaned-crds.cleanup-e2e.io"
 
+// UnarmedGuardName names the ValidatingAdmissionPolicy, and its binding, that refuse to delete an opted-in
+// ClusterExtension this controller has not armed yet, i.e. without Finalizer
+// (config/operand-cleanup/41-unarmed-guard.yaml). Arming happens on the controller's first reconcile of
+// the opt-in; a deletion before it (the controller down, or a delete right after the annotation) would
+// otherwise be OLM v1's own uninstall, which lets the garbage collector take the CRDs with every CR.
+const UnarmedGuardName = "unarmed-clusterextensions.cleanup-e2e.io"
+
 var (
 	vapGVK        = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}
 	vapBindingGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"}

@@ -45,13 +45,13 @@ func TestOrphanGuard(t *testing.T) {
 	}
 	dropRefs(ctx, t, c, crd)
 
-	guard := orphanGuard(t)
-	applyOrphanGuard(ctx, t, c)
+	og := guard(t, extensioncleanup.OrphanGuardName)
+	applyGuards(ctx, t, c)
 	if err := extensioncleanup.CheckOrphanGuard(ctx, c); err != nil {
 		t.Fatalf("CheckOrphanGuard with config/operand-cleanup's guard: %v", err)
 	}
 	// A binding that only audits is no guard.
-	binding := guard[1].DeepCopy()
+	binding := og[1].DeepCopy()
 	if err := c.Get(ctx, client.ObjectKeyFromObject(binding), binding); err != nil {
 		t.Fatal(err)
 	}

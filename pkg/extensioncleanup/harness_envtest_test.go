@@ -97,7 +97,7 @@ func setupAt(ctx context.Context, t *testing.T, mode, version string, opts exten
 			if err := env.Client.Create(ctx, holder); err != nil {
 				t.Fatal(err)
 			}
-			applyOrphanGuard(ctx, t, env.Client)
+			applyGuards(ctx, t, env.Client)
 			e.p, e.c, e.m = env.Provider, env.Client, env.Managers
 			e.start(ctx, t, opts)
 		}})
@@ -130,30 +130,31 @@ func setupAt(ctx context.Context, t *testing.T, mode, version string, opts exten
 	return e
 }
 
-// applyOrphanGuard creates the orphan guard as config/operand-cleanup installs it (the very manifest).
-func applyOrphanGuard(ctx context.Context, t *testing.T, c client.Client) {
+// applyGuards creates the guards as config/operand-cleanup installs them (the very manifests): the
+// orphan guard and the unarmed guard.
+func applyGuards(ctx context.Context, t *testing.T, c client.Client) {
 	t.Helper()
-	for _, o := range orphanGuard(t) {
+	for _, o := range append(guard(t, extensioncleanup.OrphanGuardName), guard(t, extensioncleanup.UnarmedGuardName)...) {
 		if err := c.Create(ctx, o); err != nil {
-			t.Fatalf("the orphan guard's %s: %v", o.GetKind(), err)
+			t.Fatalf("the guard's %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
 }
 
-// orphanGuard is the ValidatingAdmissionPolicy and its binding from config/operand-cleanup.
-func orphanGuard(t *testing.T) []*unstructured.Unstructured {
+// guard is the ValidatingAdmissionPolicy of the name and its binding, from config/operand-cleanup.
+func guard(t *testing.T, name string) []*unstructured.Unstructured {
 	objs, err := operandcleanupconfig.Objects()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []*unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetName() == extensioncleanup.OrphanGuardName {
+		if o.GetName() == name {
 			out = append(out, o)
 		}
 	}
 	if len(out) != 2 {
-		t.Fatalf("config/operand-cleanup has %d objects named %s; want the policy and its binding", len(out), extensioncleanup.OrphanGuardName)
+		t.Fatalf("config/operand-cleanup has %d objects named %s; want the policy and its binding", len(out), name)
 	}
 	return out
 }

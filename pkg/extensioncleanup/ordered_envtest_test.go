@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -193,8 +194,10 @@ func TestStallExplainedAndRestart(t *testing.T) {
 }
 
 // TestOptOut: removing the annotation from an installed ClusterExtension releases everything (no
-// finalizer, no holder reference); removing it in the middle of an ordered uninstall stops it: the
-// ClusterExtension and what it owns go as OLM v1 removes them, the pending Widget stays.
+// finalizer, no holder reference); opted in again while the controller is down, it cannot be deleted
+// until the controller is back and has armed it (the unarmed guard); removing the annotation in the
+// middle of an ordered uninstall stops it: the ClusterExtension and what it owns go as OLM v1 removes
+// them, the pending Widget stays.
 func TestOptOut(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -206,7 +209,18 @@ func TestOptOut(t *testing.T) {
 		return noHold(ctx, e)
 	})
 
+	// Opted in again while the controller is down: not armed, so a deletion now would be OLM v1's own
+	// uninstall. The unarmed guard refuses it until the restarted controller has armed it.
+	e.stop()
 	setAnnotation(ctx, t, e, extensioncleanup.ModeDeleteOperands)
+	waitFor(ctx, t, "the unarmed guard refusing to delete the unarmed ClusterExtension", func() (bool, string) {
+		err := e.c.Delete(ctx, e.ce, client.DryRunAll)
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), extensioncleanup.UnarmedGuardName), fmt.Sprint(err)
+	})
+	if err := e.c.Delete(ctx, e.ce); !apierrors.IsForbidden(err) {
+		t.Fatalf("deleting the opted-in ClusterExtension the stopped controller has not armed: %v; want it refused", err)
+	}
+	e.start(ctx, t, fast)
 	e.waitCondition(ctx, t, extensioncleanup.ReasonHolding)
 	const foreign = "example.cleanup-e2e.io/foreign"
 	blocked := e.widgets[0]

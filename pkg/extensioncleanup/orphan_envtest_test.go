@@ -138,7 +138,7 @@ func TestOrphanWaitsForTheGuard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := setup(ctx, t, extensioncleanup.ModeOrphan, fast)
-	binding := orphanGuard(t)[1]
+	binding := guard(t, extensioncleanup.OrphanGuardName)[1]
 	if err := e.c.Delete(ctx, binding.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
