@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,6 +254,25 @@ func (e *env) deleteCE(ctx context.Context, t *testing.T, policy metav1.Deletion
 		t.Fatal(err)
 	}
 	return at
+}
+
+// deleteUnarmed deletes the ClusterExtension, opted in but not armed (the controller stopped), and returns
+// nil when the unarmed guard refused the delete. The API server enforces a policy once its informers have
+// it, so dry-run deletes wait for the first refusal.
+func (e *env) deleteUnarmed(ctx context.Context) error {
+	var last error
+	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+		last = e.c.Delete(ctx, e.ce, client.DryRunAll)
+		return last != nil, "a dry-run delete goes through"
+	})
+	if err != nil {
+		return fmt.Errorf("the unarmed guard never refused to delete opted-in ClusterExtension %s before the controller armed it: %w", e.ce.GetName(), err)
+	}
+	err = e.c.Delete(ctx, e.ce)
+	if !apierrors.IsForbidden(err) || !strings.Contains(fmt.Sprint(err), extensioncleanup.UnarmedGuardName) {
+		return fmt.Errorf("deleting opted-in ClusterExtension %s before the controller armed it: %v; want it refused by %s", e.ce.GetName(), err, extensioncleanup.UnarmedGuardName)
+	}
+	return nil
 }
 
 // waitSettled waits until the ClusterExtension and the operator's Deployment are gone and the local

@@ -45,6 +45,9 @@ type lifecycleOp struct {
 	// Legacy (delete-extension): an OLM v0 CSV claims the Widget CRD when the ClusterExtension is
 	// deleted, and is deleted once a delete-operands uninstall has said it is blocked (invariant 4).
 	Legacy bool
+	// Unarmed (set-opt-in, from no opt-in to one): the controller is stopped while the annotation is
+	// set, a delete then must be refused (invariant 8), and the controller is started again.
+	Unarmed bool
 }
 
 func (o lifecycleOp) String() string {
@@ -54,6 +57,9 @@ func (o lifecycleOp) String() string {
 		s += " " + o.NS
 	case opMode:
 		s += fmt.Sprintf(" %q", o.Mode)
+		if o.Unarmed {
+			s += ", from no opt-in with the controller stopped and a delete tried"
+		}
 	case opInstall:
 		s += fmt.Sprintf(" %s %q", o.Version, o.Mode)
 	case opForeign:
@@ -99,6 +105,7 @@ func generate(seed int64, rounds int) (install, []lifecycleOp) {
 	rng := rand.New(rand.NewSource(seed))
 	// Its own source, so that the other draws of a seed stay what they were before it existed.
 	legacy := rand.New(rand.NewSource(seed ^ 0x1e9ac7))
+	unarmed := rand.New(rand.NewSource(seed ^ 0x4a4d))
 	mode := modes[rng.Intn(len(modes))]
 	first := install{Mode: mode, Version: versions[rng.Intn(len(versions)-1)]}
 	var ops []lifecycleOp
@@ -115,6 +122,7 @@ func generate(seed int64, rounds int) (install, []lifecycleOp) {
 			case opMode:
 				o.Mode = modes[rng.Intn(len(modes))]
 				cur = o.Mode
+				o.Unarmed = unarmed.Intn(2) == 0
 			case opForeign:
 				o.Index = rng.Intn(8)
 			}

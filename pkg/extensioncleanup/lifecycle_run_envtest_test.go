@@ -32,6 +32,7 @@ type lifecycleRun struct {
 	byStep     map[int]lifecycleOp // a recorded deletion's step names its operation
 	violations []string
 	plant      bool // variant.plantDeletion
+	stopped    bool // a violation left the install in a state the run cannot go on from
 	crd        *crdHistory
 	orphaned   *orphanedCRD // the CRD the last uninstall orphaned, until an install adopts it
 }
@@ -71,6 +72,9 @@ func runLifecycle(t *testing.T, first install, ops []lifecycleOp, vr variant) []
 	defer hist.Stop()
 	r.crd = hist
 	for _, o := range ops {
+		if r.stopped {
+			return r.violations
+		}
 		r.byStep[o.Step] = o
 		hist.Stamp(o.Step)
 		if r.installed || r.orphaned != nil {
@@ -147,7 +151,19 @@ func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
 		r.n++
 		e.widgets = append(e.widgets, e.createWidget(ctx, t, o.NS, fmt.Sprintf("x%d", r.n)))
 	case opMode:
-		setAnnotation(ctx, t, e, o.Mode)
+		if o.Unarmed && r.mode == "" && o.Mode != "" {
+			e.stop()
+			setAnnotation(ctx, t, e, o.Mode)
+			if err := e.deleteUnarmed(ctx); err != nil {
+				r.violate("step %d: %v", o.Step, err)
+				r.stopped = true // the install's state is no longer what the operations assume
+				return true
+			}
+			t.Logf("step %d: the delete of the opted-in ClusterExtension the stopped controller had not armed was refused", o.Step)
+			e.start(ctx, t, r.opts)
+		} else {
+			setAnnotation(ctx, t, e, o.Mode)
+		}
 		e.waitArmed(ctx, t, o.Mode)
 		r.mode = o.Mode
 	case opForeign:

@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -213,12 +212,8 @@ func TestOptOut(t *testing.T) {
 	// uninstall. The unarmed guard refuses it until the restarted controller has armed it.
 	e.stop()
 	setAnnotation(ctx, t, e, extensioncleanup.ModeDeleteOperands)
-	waitFor(ctx, t, "the unarmed guard refusing to delete the unarmed ClusterExtension", func() (bool, string) {
-		err := e.c.Delete(ctx, e.ce, client.DryRunAll)
-		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), extensioncleanup.UnarmedGuardName), fmt.Sprint(err)
-	})
-	if err := e.c.Delete(ctx, e.ce); !apierrors.IsForbidden(err) {
-		t.Fatalf("deleting the opted-in ClusterExtension the stopped controller has not armed: %v; want it refused", err)
+	if err := e.deleteUnarmed(ctx); err != nil {
+		t.Fatal(err)
 	}
 	e.start(ctx, t, fast)
 	e.waitCondition(ctx, t, extensioncleanup.ReasonHolding)
