@@ -10,6 +10,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -99,6 +100,8 @@ var _ = Describe("Leftovers report", Label("operand-cleanup", "leftovers"), func
 			ContainSubstring("ExpectedLeftovers"),
 		))
 		GinkgoWriter.Println("the failure a leaky operator gets:\n" + failures[0])
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(orphan), &rbacv1.ClusterRole{}))).To(BeTrue(),
+			"the check deletes the ClusterRole OLM left for the installation's gone OperatorGroup")
 	})
 })
 

@@ -6,7 +6,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/leftovers"
 )
@@ -51,7 +54,8 @@ func (r *Installation) LeftoversReport(ctx context.Context) (leftovers.Report, e
 
 // ExpectNoLeftovers waits (in.LeftoversTimeout: garbage collection and finalizers take a moment) until
 // the installation left nothing behind but in.ExpectedLeftovers, and fails listing each leftover, why
-// it is blamed on the installation and who made it. It returns the last report.
+// it is blamed on the installation and who made it. It deletes the ClusterRoles the report lists as
+// OLM's orphans, and returns the last report.
 func (r *Installation) ExpectNoLeftovers(ctx context.Context) leftovers.Report {
 	defer r.phase(string(WaitLeftovers))()
 	r.t.Step("checking the uninstalled operator left nothing behind")
@@ -70,7 +74,21 @@ func (r *Installation) ExpectNoLeftovers(ctx context.Context) leftovers.Report {
 	}).WithContext(ctx).WithTimeout(r.within(r.in.LeftoversTimeout)).WithPolling(2*time.Second).Should(Succeed(),
 		"a cleanup-enabled uninstall must leave nothing behind (declare known leftovers in OperandCleanupSpecInput.ExpectedLeftovers)")
 	r.t.Logf("%s", last.String())
+	r.removeOLMOrphans(ctx, last.OLMOrphans)
 	return last
+}
+
+// removeOLMOrphans deletes the ClusterRoles OLM left for the installation's OperatorGroups that are gone
+// (Report.OLMOrphans), each with a UID precondition: the spec made those groups, and OLM never deletes
+// their roles now, so a kept cluster would keep them for ever.
+func (r *Installation) removeOLMOrphans(ctx context.Context, orphans []leftovers.Leftover) {
+	for _, o := range orphans {
+		uid := o.UID
+		err := r.c.Delete(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: o.Name}}, client.Preconditions{UID: &uid})
+		if client.IgnoreNotFound(err) != nil {
+			r.t.Logf("ClusterRole %s, which OLM left, stays: %v", o.Name, err)
+		}
+	}
 }
 
 // leftoversError carries a report. Gomega's Succeed prints FormattedGomegaError alone: without it,
