@@ -1,7 +1,8 @@
 // Package operandcleanupconfig embeds the manifests that install the operand-cleanup controller
-// (Namespace, ServiceAccount, least-privilege ClusterRole/Binding, leader-election Role, Deployment, and the
-// two guards of OLM v1's ordered uninstall, each a ValidatingAdmissionPolicy and its binding: the orphan
-// guard and the unarmed guard) so the framework can apply them. Files are applied in name order.
+// (Namespace, ServiceAccount, least-privilege ClusterRole/Binding, leader-election Role, Deployment, and
+// guards, each a ValidatingAdmissionPolicy and its binding: OLM v1's orphan guard, and the unarmed guards
+// of OLM v1's ClusterExtensions and OLM v0's CSVs) so the framework can apply them. Files are applied in
+// name order.
 package operandcleanupconfig
 
 import (

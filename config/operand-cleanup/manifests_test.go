@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cleanup-e2e/cleanup-e2e/pkg/extensioncleanup"
+	"github.com/cleanup-e2e/cleanup-e2e/pkg/operandcleanup"
 )
 
 func TestObjects(t *testing.T) {
@@ -92,7 +93,7 @@ func TestClusterRoleHasNoRBACWritePower(t *testing.T) {
 	}
 }
 
-// The guards of OLM v1's ordered uninstall are what this directory installs: a ValidatingAdmissionPolicy
+// The guards of OLM v0's operand cleanup and OLM v1's ordered uninstall are what this directory installs: a ValidatingAdmissionPolicy
 // and a binding of each name, the binding denying. The controller checks for the orphan guard
 // (extensioncleanup.OrphanGuardName) before an orphan uninstall.
 func TestGuardsAreInstalled(t *testing.T) {
@@ -103,7 +104,7 @@ func TestGuardsAreInstalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{extensioncleanup.OrphanGuardName, extensioncleanup.UnarmedGuardName} {
+	for _, name := range []string{extensioncleanup.OrphanGuardName, extensioncleanup.UnarmedGuardName, operandcleanup.UnarmedGuardName} {
 		found := map[string]bool{}
 		for _, o := range objs {
 			if o.GetName() != name {

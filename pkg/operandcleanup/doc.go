@@ -92,6 +92,13 @@
 //     Terminating with nobody to remove its finalizers. (An abort is the user's explicit release: it lets
 //     the operator go at once, and says so.)
 //
+// Before the first reconcile of an opt-in the CSV is not armed: deleted then, its operator would go and
+// its operands stay, their finalizers never to run. The unarmed guard (UnarmedGuardName, a
+// ValidatingAdmissionPolicy in config/operand-cleanup/42-unarmed-csv-guard.yaml; TestUnarmedGuard)
+// refuses that delete, naming the ways out (wait for Finalizer, or opt out); it leaves alone OLM's copies,
+// a CSV OLM deletes as replaced (phase Deleting) and one already being deleted. Where the policy is not in
+// force (not applied, or applied moments ago), the deletion is OLM's own, without operand cleanup.
+//
 // The one window left: between a live re-verification and the Deletes that rely on it (sent within 1 s
 // of it, plus the time a Delete already sent takes), a new successor or installation can appear; the
 // pass still deletes what it verified, then stops at the next check.
@@ -118,6 +125,9 @@
 //
 // Where they agree: spec.cleanup is a non-pointer struct with a required "enabled" field, so "unset"
 // and false are the same state, as the enhancement's unspecified default is.
+//
+// Beyond the enhancement, which has OLM add the finalizer and says nothing of a deletion that comes
+// first: the unarmed guard (above) refuses that deletion.
 //
 // # Status ownership
 //

@@ -12,6 +12,11 @@ const (
 	// Finalizer is put on a CSV that opted in to cleanup (spec.cleanup.enabled: true). It keeps the CSV, and
 	// therefore the operator Deployment it owns, alive until every operand is gone.
 	Finalizer = "operatorframework.io/cleanup-apis"
+	// UnarmedGuardName names the ValidatingAdmissionPolicy, and its binding, that refuse to delete an
+	// opted-in CSV this controller has not armed yet, i.e. without Finalizer
+	// (config/operand-cleanup/42-unarmed-csv-guard.yaml): deleted before the controller's first reconcile
+	// of it, its operator would go and its operands stay, their finalizers never to run.
+	UnarmedGuardName = "unarmed-csvs.cleanup-e2e.io"
 
 	// HandOverAnnotation is set (to the predecessor's name) on a successor together with
 	// spec.cleanup.enabled: true when an upgrade hands the opt-in over. It is handed over once: a value the

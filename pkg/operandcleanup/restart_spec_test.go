@@ -9,10 +9,14 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	operandcleanupconfig "github.com/cleanup-e2e/cleanup-e2e/config/operand-cleanup"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 var _ = Describe("controller restarts", func() {
@@ -104,6 +108,34 @@ var _ = Describe("controller restarts", func() {
 
 		releaseOperands(widgets...)
 		Eventually(csvGone(key)).Should(BeTrue())
+	})
+
+	It("refuses to delete a CSV opted in while the controller was down until the controller is back, then cleans up", func() {
+		objs, err := operandcleanupconfig.Objects()
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			if o.GetName() == UnarmedGuardName {
+				Expect(tenv.admin.Create(ctx, o)).To(Succeed())
+				DeferCleanup(func() { Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, o))).To(Succeed()) })
+			}
+		}
+		ns := newNamespace("unarmed")
+		var csv *v1alpha1.ClusterServiceVersion
+		var widgets []*unstructured.Unstructured
+		restartController(func() {
+			csv = createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(widgetKind))
+			widgets = createOperands(widgetKind, ns, "w", 3)
+			// The API server enforces a policy once its informers have it: probed with dry-run deletes.
+			Eventually(func() error { return tenv.admin.Delete(ctx, csv, client.DryRunAll) }).
+				WithTimeout(intervals.Get(intervals.SpecStep)).Should(HaveOccurred(), "the unarmed guard should come into force")
+			err := tenv.admin.Delete(ctx, csv)
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "deleting the opted-in CSV the stopped controller has not armed: %v", err)
+			Expect(err.Error()).To(ContainSubstring(UnarmedGuardName))
+		})
+		Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
+		deleteCSV(csv)
+		Eventually(csvGone(keyOf(csv))).Should(BeTrue())
+		expectAll(widgets, "absent")
 	})
 
 	It("cleans up a CSV deleted while the controller was down", func() {
