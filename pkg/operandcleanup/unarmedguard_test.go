@@ -1,11 +1,13 @@
 package operandcleanup
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/operator-framework/api/crds"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,4 +116,39 @@ func TestUnarmedGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	allowed("one opted out", unarmed)
+
+	// A namespace deleted with an unarmed opted-in CSV in it waits, its condition naming the refusal, until
+	// the CSV is armed or opted out (here: opted out).
+	doomed := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}
+	if err := c.Create(ctx, doomed); err != nil {
+		t.Fatal(err)
+	}
+	inDoomed := create("in-doomed", true, func(c *v1alpha1.ClusterServiceVersion) { c.Namespace = doomed.Name })
+	if err := c.Delete(ctx, doomed); err != nil {
+		t.Fatal(err)
+	}
+	err = intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(doomed), doomed); err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range doomed.Status.Conditions {
+			if cond.Type == corev1.NamespaceDeletionContentFailure && strings.Contains(cond.Message, UnarmedGuardName) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("namespace conditions %v", doomed.Status.Conditions)
+	})
+	if err != nil {
+		t.Fatalf("namespace %s deleted with an unarmed opted-in CSV in it: want it waiting with a condition naming the guard: %v", doomed.Name, err)
+	}
+	if err := c.Patch(ctx, inDoomed, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"cleanup":{"enabled":false}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	err = intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(doomed), doomed)
+		return apierrors.IsNotFound(err), fmt.Sprint("namespace still there: ", err)
+	})
+	if err != nil {
+		t.Fatalf("namespace %s after the CSV in it opted out: %v", doomed.Name, err)
+	}
 }
