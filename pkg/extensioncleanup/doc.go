@@ -117,7 +117,8 @@
 //
 // The windows left: a ClusterExtension deleted before the controller armed it while the unarmed guard
 // is not in force (not applied, or applied moments ago: the API server enforces a new policy once its
-// informers have it) is upstream's uninstall; between a verification and the Deletes relying on it (≤ 1 s); a strip the GC
+// informers have it) is upstream's uninstall; a foreground deletion between the finalizer and the holds
+// (arm sets them in one reconcile) is not held; between a verification and the Deletes relying on it (≤ 1 s); a strip the GC
 // took more than gcSettle to apply. The orphan guard closes the window a foreground deletion opened
 // until foregroundDeletion goes: the GC strips the ClusterExtension's reference from a held CRD at once,
 // and operator-controller v1.2.0, which keeps reconciling a deleted ClusterExtension (no
