@@ -69,7 +69,7 @@ func TestUnarmedGuard(t *testing.T) {
 			t.Fatalf("deleting unarmed ClusterExtension %s (%s): %v; want it refused", ce.GetName(), mode, err)
 		}
 		for _, want := range []string{"ClusterExtension " + ce.GetName() + " opts in", extensioncleanup.UninstallAnnotation + "=" + mode,
-			"no finalizer " + extensioncleanup.Finalizer, "the garbage collector would take its CRDs", "kubectl -n operand-cleanup get deployment", "remove the annotation"} {
+			"no finalizer " + extensioncleanup.Finalizer, "the garbage collector would take its CRDs", "reason Holding", "kubectl -n operand-cleanup get deployment", "remove the annotation"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("the refusal %q does not say %q", err, want)
 			}
