@@ -19,6 +19,7 @@ import (
 
 	"github.com/cleanup-e2e/cleanup-e2e/bundles"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster"
+	"github.com/cleanup-e2e/cleanup-e2e/framework/kube"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/matchers"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/olm"
 	"github.com/cleanup-e2e/cleanup-e2e/framework/specs"
@@ -104,9 +105,15 @@ var _ = Describe("Operand cleanup in the middle of a lifecycle", Label("operand-
 	})...)
 })
 
-// stopOLM stops olm-operator (through the provider when it can, else its in-cluster Deployment) and
-// returns the function that starts it again; it is also started again when the spec ends early.
+// stopOLM stops olm-operator (through the provider when it can, else its in-cluster Deployment) once the
+// framework's namespaces finished terminating, and returns the function that starts it again; it is also
+// started again when the spec ends early.
 func stopOLM(ctx context.Context) func(context.Context) {
+	// Namespaces deleted while olm-operator is down would leave their OperatorGroups' ClusterRoles for
+	// ever: it deletes them only when it sees the group go.
+	if err := kube.WaitCreatedNamespacesGone(ctx, k8s); err != nil {
+		GinkgoWriter.Printf("stopping olm-operator anyway: %v\n", err)
+	}
 	var start func(context.Context) error
 	if s, ok := cl.Provider.(cluster.OLMStopper); ok {
 		Expect(s.StopOLM(ctx)).To(Succeed())

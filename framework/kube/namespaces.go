@@ -3,11 +3,14 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cleanup-e2e/cleanup-e2e/framework/intervals"
 )
 
 // LabelCreatedBy marks namespaces the framework creates for a test, so that a shared cluster can
@@ -28,4 +31,24 @@ func CreateNamespaces(ctx context.Context, c client.Client, prefix string, n int
 		out = append(out, ns)
 	}
 	return out, nil
+}
+
+// WaitCreatedNamespacesGone waits (the gone interval) until no namespace labelled LabelCreatedBy is
+// terminating. Call it before stopping a controller: what the namespace controller deletes while that
+// controller is down, the controller never sees go (olm-operator then leaves an OperatorGroup's
+// ClusterRoles for ever). The error names the namespaces still terminating.
+func WaitCreatedNamespacesGone(ctx context.Context, c client.Client) error {
+	return intervals.Wait(ctx, intervals.Gone, func() (bool, string) {
+		list := &corev1.NamespaceList{}
+		if err := c.List(ctx, list, client.HasLabels{LabelCreatedBy}); err != nil {
+			return false, err.Error()
+		}
+		var terminating []string
+		for _, ns := range list.Items {
+			if ns.DeletionTimestamp != nil {
+				terminating = append(terminating, ns.Name)
+			}
+		}
+		return len(terminating) == 0, "namespaces still terminating: " + strings.Join(terminating, ", ")
+	})
 }
