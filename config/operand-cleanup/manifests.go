@@ -41,3 +41,19 @@ func Files() []string {
 
 // Objects decodes every document of every manifest, in apply order.
 func Objects() ([]*unstructured.Unstructured, error) { return manifests.DecodeFS(FS, "*.yaml") }
+
+// Named returns the objects of the manifests named name, in apply order: for a guard, its
+// ValidatingAdmissionPolicy and then its binding.
+func Named(name string) ([]*unstructured.Unstructured, error) {
+	objs, err := Objects()
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetName() == name {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}

@@ -100,16 +100,13 @@ func TestGuardsAreInstalled(t *testing.T) {
 	if OrphanGuard != extensioncleanup.OrphanGuardName {
 		t.Fatalf("OrphanGuard %q, extensioncleanup.OrphanGuardName %q: the controller would look for another policy", OrphanGuard, extensioncleanup.OrphanGuardName)
 	}
-	objs, err := Objects()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range []string{extensioncleanup.OrphanGuardName, extensioncleanup.UnarmedGuardName, operandcleanup.UnarmedGuardName} {
+		objs, err := Named(name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		found := map[string]bool{}
 		for _, o := range objs {
-			if o.GetName() != name {
-				continue
-			}
 			found[o.GetKind()] = true
 			if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
 				actions, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "validationActions")

@@ -144,15 +144,9 @@ func applyGuards(ctx context.Context, t *testing.T, c client.Client) {
 
 // guard is the ValidatingAdmissionPolicy of the name and its binding, from config/operand-cleanup.
 func guard(t *testing.T, name string) []*unstructured.Unstructured {
-	objs, err := operandcleanupconfig.Objects()
+	out, err := operandcleanupconfig.Named(name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetName() == name {
-			out = append(out, o)
-		}
 	}
 	if len(out) != 2 {
 		t.Fatalf("config/operand-cleanup has %d objects named %s; want the policy and its binding", len(out), name)

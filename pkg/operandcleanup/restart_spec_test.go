@@ -111,13 +111,12 @@ var _ = Describe("controller restarts", func() {
 	})
 
 	It("refuses to delete a CSV opted in while the controller was down until the controller is back, then cleans up", func() {
-		objs, err := operandcleanupconfig.Objects()
+		guard, err := operandcleanupconfig.Named(UnarmedGuardName)
 		Expect(err).NotTo(HaveOccurred())
-		for _, o := range objs {
-			if o.GetName() == UnarmedGuardName {
-				Expect(tenv.admin.Create(ctx, o)).To(Succeed())
-				DeferCleanup(func() { Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, o))).To(Succeed()) })
-			}
+		Expect(guard).To(HaveLen(2), "config/operand-cleanup's %s: the policy and its binding", UnarmedGuardName)
+		for _, o := range guard {
+			Expect(tenv.admin.Create(ctx, o)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(tenv.admin.Delete(ctx, o))).To(Succeed()) })
 		}
 		ns := newNamespace("unarmed")
 		var csv *v1alpha1.ClusterServiceVersion

@@ -46,15 +46,13 @@ func TestUnarmedGuard(t *testing.T) {
 	if err := c.Delete(ctx, create("before-the-guard", true)); err != nil {
 		t.Fatalf("without the guard, deleting an unarmed opted-in CSV should go through (else this test cannot tell the guard works): %v", err)
 	}
-	objs, err := operandcleanupconfig.Objects()
-	if err != nil {
-		t.Fatal(err)
+	guard, err := operandcleanupconfig.Named(UnarmedGuardName)
+	if err != nil || len(guard) != 2 {
+		t.Fatalf("config/operand-cleanup's %s: %d objects, %v; want the policy and its binding", UnarmedGuardName, len(guard), err)
 	}
-	for _, o := range objs {
-		if o.GetName() == UnarmedGuardName {
-			if err := c.Create(ctx, o); err != nil {
-				t.Fatal(err)
-			}
+	for _, o := range guard {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
 		}
 	}
 	unarmed := create("unarmed", true)
