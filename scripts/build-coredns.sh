@@ -8,16 +8,12 @@
 
 out=$BIN_DIR/coredns-$COREDNS_VERSION
 src=$CACHE_DIR/src/coredns-$COREDNS_VERSION
-mkdir -p "$out" "$src"
+mkdir -p "$out"
 
 # (output captured first: `| grep -q` under pipefail fails when grep quits before the writer)
 if [ -x "$out/coredns" ] && grep -q "${COREDNS_VERSION#v}" <<<"$("$out/coredns" -version 2>/dev/null || true)"; then
   log "coredns $COREDNS_VERSION cached at $out/coredns"; exit 0
 fi
-if ! stamp_ok "$src/.stamp" "$COREDNS_VERSION"; then
-  printf 'module cleanup-e2e.local/coredns-wrapper\n\ngo 1.26\n\nrequire github.com/coredns/coredns %s\n' "$COREDNS_VERSION" > "$src/go.mod"
-  echo "package wrapper" > "$src/doc.go"
-  echo "$COREDNS_VERSION" > "$src/.stamp"
-fi
+wrapper_module "$src" "github.com/coredns/coredns@$COREDNS_VERSION"
 step "build coredns $COREDNS_VERSION (cold ≈ 4-5 min)" go_wrapper_build "$src" "$out/coredns" github.com/coredns/coredns \
   -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"

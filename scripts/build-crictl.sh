@@ -8,7 +8,7 @@
 
 out=$BIN_DIR/crictl-$CRICTL_VERSION
 src=$CACHE_DIR/src/crictl-$CRICTL_VERSION
-mkdir -p "$out" "$src"
+mkdir -p "$out"
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}sigs.k8s.io/cri-tools
 CRICTL_KUBE_VERSION=v0.34.4
 CRICTL_KUBE_MODULES="api apimachinery client-go cri-api cri-client kubectl kubelet cli-runtime component-base"
@@ -16,15 +16,7 @@ CRICTL_KUBE_MODULES="api apimachinery client-go cri-api cri-client kubectl kubel
 if [ -x "$out/crictl" ] && grep -q "${CRICTL_VERSION#v}" <<<"$("$out/crictl" --version 2>/dev/null || true)"; then
   log "crictl $CRICTL_VERSION cached at $out/crictl"; exit 0
 fi
-if ! stamp_ok "$src/.stamp" "$CRICTL_VERSION/$CRICTL_KUBE_VERSION"; then
-  {
-    printf 'module cleanup-e2e.local/crictl-wrapper\n\ngo 1.25\n\nrequire (\n\tsigs.k8s.io/cri-tools %s\n' "$CRICTL_VERSION"
-    for m in $CRICTL_KUBE_MODULES; do printf '\tk8s.io/%s %s\n' "$m" "$CRICTL_KUBE_VERSION"; done
-    printf ')\n'
-  } > "$src/go.mod"
-  rm -f "$src/go.sum"
-  echo "package wrapper" > "$src/doc.go"
-  echo "$CRICTL_VERSION/$CRICTL_KUBE_VERSION" > "$src/.stamp"
-fi
+# shellcheck disable=SC2046,SC2086 # one module a word
+wrapper_module "$src" "sigs.k8s.io/cri-tools@$CRICTL_VERSION" $(printf "k8s.io/%s@$CRICTL_KUBE_VERSION " $CRICTL_KUBE_MODULES)
 step "build crictl $CRICTL_VERSION (cold ≈ 40 s)" go_wrapper_build "$src" "$out/crictl" sigs.k8s.io/cri-tools/cmd/crictl \
   -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=${CRICTL_VERSION#v}"

@@ -12,33 +12,9 @@ if [ -x "$out/etcd" ] && grep -q "${ETCD_VERSION#v}" <<<"$("$out/etcd" --version
   log "etcd $ETCD_VERSION cached at $out/etcd"; exit 0
 fi
 
-if ! stamp_ok "$src/.stamp" "$ETCD_VERSION"; then
-  cat > "$src/go.mod" <<MOD
-module cleanup-e2e.local/etcd-wrapper
-
-go 1.25
-
-require (
-	go.etcd.io/etcd/server/v3 $ETCD_VERSION
-	go.etcd.io/etcd/api/v3 $ETCD_VERSION
-	go.etcd.io/etcd/client/pkg/v3 $ETCD_VERSION
-	go.etcd.io/etcd/client/v3 $ETCD_VERSION
-	go.etcd.io/etcd/pkg/v3 $ETCD_VERSION
-)
-MOD
-  cat > "$src/main.go" <<'GO'
-// Command etcd runs the upstream etcd server entrypoint.
-package main
-
-import (
-	"os"
-
-	"go.etcd.io/etcd/server/v3/etcdmain"
-)
-
-func main() { etcdmain.Main(os.Args) }
-GO
-  echo "$ETCD_VERSION" > "$src/.stamp"
-fi
+# main.go first: wrapper_module writes a doc.go only where there is none
+echo 'package main; import ("os"; "go.etcd.io/etcd/server/v3/etcdmain"); func main() { etcdmain.Main(os.Args) }' >"$src/main.go"
+# shellcheck disable=SC2046 # one module a word
+wrapper_module "$src" $(printf "go.etcd.io/etcd/%s@$ETCD_VERSION " server/v3 api/v3 client/pkg/v3 client/v3 pkg/v3)
 
 step "build etcd $ETCD_VERSION (cold ≈ 1-2 min)" go_wrapper_build "$src" "$out/etcd" . -ldflags "-s -w"

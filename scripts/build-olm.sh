@@ -13,14 +13,10 @@
 want=${*:-olm}
 out=$BIN_DIR/olm-$OLM_VERSION
 src=$CACHE_DIR/src/olm-$OLM_VERSION
-mkdir -p "$out" "$src"
+mkdir -p "$out"
 mod=github.com/operator-framework/operator-lifecycle-manager
 
-if ! stamp_ok "$src/.stamp" "$OLM_VERSION"; then
-  printf 'module cleanup-e2e.local/olm-wrapper\n\ngo 1.25\n\nrequire %s %s\n' "$mod" "$OLM_VERSION" > "$src/go.mod"
-  echo "package wrapper" > "$src/doc.go"
-  echo "$OLM_VERSION" > "$src/.stamp"
-fi
+wrapper_module "$src" "$mod@$OLM_VERSION"
 
 # The release module, whichever way the binaries come: its manifests pin the olm image and are what
 # framework/olm applies; offline, its source is what is built.

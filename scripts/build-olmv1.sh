@@ -12,15 +12,11 @@
 
 out=$BIN_DIR/olmv1-$OLMV1_VERSION
 src=$CACHE_DIR/src/olmv1-$OLMV1_VERSION
-mkdir -p "$out" "$src"
+mkdir -p "$out"
 mod=github.com/operator-framework/operator-controller
 bins=(operator-controller catalogd)
 
-if ! stamp_ok "$src/.stamp" "$OLMV1_VERSION"; then
-  printf 'module cleanup-e2e.local/olmv1-wrapper\n\ngo 1.25\n\nrequire %s %s\n' "$mod" "$OLMV1_VERSION" > "$src/go.mod"
-  echo "package wrapper" > "$src/doc.go"
-  echo "$OLMV1_VERSION" > "$src/.stamp"
-fi
+wrapper_module "$src" "$mod@$OLMV1_VERSION"
 
 # The module, whichever way the binaries come: its CRDs are read from the module cache.
 moddir=$(cd "$src" && GOFLAGS=-mod=mod go mod download -json "$mod@$OLMV1_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')

@@ -10,17 +10,12 @@
 want=${*:-opm grpc_health_probe}
 out=$BIN_DIR/opm-$OPERATOR_REGISTRY_VERSION
 src=$CACHE_DIR/src/opm-$OPERATOR_REGISTRY_VERSION
-mkdir -p "$out" "$src"
+mkdir -p "$out"
 reg=github.com/operator-framework/operator-registry
 probe=github.com/grpc-ecosystem/grpc-health-probe
 inputs="$OPERATOR_REGISTRY_VERSION $GRPC_HEALTH_PROBE_VERSION"
 
-if ! stamp_ok "$src/.stamp" "$inputs"; then
-  printf 'module cleanup-e2e.local/opm-wrapper\n\ngo 1.25\n\nrequire (\n\t%s %s\n\t%s %s\n)\n' \
-    "$reg" "$OPERATOR_REGISTRY_VERSION" "$probe" "$GRPC_HEALTH_PROBE_VERSION" > "$src/go.mod"
-  echo "package wrapper" > "$src/doc.go"
-  echo "$inputs" > "$src/.stamp"
-fi
+wrapper_module "$src" "$reg@$OPERATOR_REGISTRY_VERSION" "$probe@$GRPC_HEALTH_PROBE_VERSION"
 
 for b in $want; do
   case $b in

@@ -14,7 +14,6 @@
 # shellcheck source=atonce.sh
 . "$REPO_ROOT/scripts/atonce.sh"
 cd "$REPO_ROOT"
-ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 start_all=$SECONDS
 
@@ -44,17 +43,11 @@ case $PROVIDER in
     trap 'log "interrupted"; exit 130' INT TERM
     [ -n "${docker_ready:-}" ] || step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh
     export CLEANUP_E2E_DOCKER_READY=1 # node-image.sh need not check it again (a privileged docker run, ≈ 1.5 s)
-    # The Go programs of the run build beside the images (none depends on them), under atonce. Without
-    # the node's Kubernetes binaries, node-image.sh compiles Kubernetes first, alone: the go command shares
-    # no compile in flight, and side by side both compiled the same packages (one compile mode, lib.sh).
-    images="bash scripts/images.sh"
-    kube_built=1
-    for b in $KUBE_BINARIES; do
-      [ -x "$BIN_DIR/kube-$KUBE_VERSION/$b" ] || kube_built=0
-    done
-    if [ "$kube_built" = 1 ]; then images="bash scripts/kind/node-image.sh && $images"
-    else step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh; fi
-    at_once "kind node image and images (scripts/kind/node-image.sh, scripts/images.sh)" - bash -c "$images" --- \
+    # The node image first, alone: cold, it compiles Kubernetes, and the go command shares no compile in
+    # flight with the Go programs of the run (one compile mode, lib.sh). Those then build beside the
+    # images (none depends on them), under atonce.
+    step "kind node image (scripts/kind/node-image.sh)" bash scripts/kind/node-image.sh
+    at_once "images (scripts/images.sh)" - bash scripts/images.sh --- \
       "Go programs of the run (scripts/e2e-prebuild.sh)" "$ARTIFACTS/prebuild.log" bash scripts/e2e-prebuild.sh ||
       die "building the images or the run's Go programs failed (their output above)"
     helper=$BIN_DIR/kind-cluster

@@ -7,54 +7,40 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/cleanup-e2e/cleanup-e2e/scripts/mirror"
 )
 
 // The online path to envtest's binaries, against a local release index in controller-tools' format:
 // a good archive is fetched by the real setup-envtest and recorded for framework/toolchain; a corrupt
-// one (hash mismatch) and an unreachable index fail without recording anything, so tools.sh builds
-// from source.
+// one (hash mismatch), an unreachable index and one whose host does not resolve fail without recording
+// anything, so tools.sh builds from source.
 func TestEnvtestDownload(t *testing.T) {
 	version := kubeVersion(t)
 	good := envtestArchive(t, version)
 	archive := "envtest-" + version + "-" + runtime.GOOS + "-" + runtime.GOARCH + ".tar.gz"
-	var hash string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/index.yaml":
-			fmt.Fprintf(w, "releases:\n  %s:\n    %s:\n      hash: %s\n      selfLink: http://%s/%s\n", version, archive, hash, r.Host, archive)
-		case "/" + archive:
-			_, _ = w.Write(good)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer srv.Close()
-
+	sum := sha512.Sum512([]byte(good))
+	archiveURL := mirror.Files(t, map[string]string{"/" + archive: good}) + "/" + archive
+	index := func(hash string) string {
+		return fmt.Sprintf("releases:\n  %s:\n    %s:\n      hash: %s\n      selfLink: %s\n", version, archive, hash, archiveURL)
+	}
+	indexes := mirror.Files(t, map[string]string{"/good.yaml": index(hex.EncodeToString(sum[:])), "/bad.yaml": index(strings.Repeat("0", 128))})
 	run := func(index string) (string, string, bool) {
 		cache := t.TempDir()
-		cmd := exec.Command("bash", "envtest-download.sh")
-		cmd.Env = append(os.Environ(), "CLEANUP_E2E_CACHE="+cache, "ENVTEST_INDEX="+index, "DOWNLOAD_TIMEOUT=60")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
+		out, err := script(t, cache, []string{"ENVTEST_INDEX=" + index, "DOWNLOAD_TIMEOUT=60"}, "envtest-download.sh")
 		recorded, _ := os.ReadFile(filepath.Join(cache, "envtest-assets"))
-		t.Logf("stderr: %s", stderr.String())
-		return strings.TrimSpace(stdout.String()), strings.TrimSpace(string(recorded)), err == nil
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[len(lines)-1], strings.TrimSpace(string(recorded)), err == nil
 	}
 
-	sum := sha512.Sum512(good)
-	hash = hex.EncodeToString(sum[:])
-	dir, recorded, ok := run(srv.URL + "/index.yaml")
-	if !ok || dir == "" || recorded != dir {
+	dir, recorded, ok := run(indexes + "/good.yaml")
+	if !ok || recorded != dir {
 		t.Fatalf("good archive: ok=%v, printed %q, recorded %q", ok, dir, recorded)
 	}
 	for _, b := range []string{"kube-apiserver", "etcd"} {
@@ -62,25 +48,19 @@ func TestEnvtestDownload(t *testing.T) {
 			t.Errorf("%s not in %s: %v", b, dir, err)
 		}
 	}
-
-	hash = strings.Repeat("0", 128)
-	if _, recorded, ok := run(srv.URL + "/index.yaml"); ok || recorded != "" {
-		t.Errorf("an archive whose hash does not match must fail and record nothing: ok=%v recorded %q", ok, recorded)
-	}
-	if _, recorded, ok := run("http://127.0.0.1:1/index.yaml"); ok || recorded != "" {
-		t.Errorf("an unreachable index must fail and record nothing: ok=%v recorded %q", ok, recorded)
+	for _, index := range []string{indexes + "/bad.yaml", "http://127.0.0.1:1/index.yaml"} {
+		if _, recorded, ok := run(index); ok || recorded != "" {
+			t.Errorf("%s (a hash that does not match, or no index) must fail and record nothing: ok=%v recorded %q", index, ok, recorded)
+		}
 	}
 	// An index whose host does not resolve (as offline) fails before setup-envtest is even built.
-	t.Setenv("HTTPS_PROXY", "")
-	t.Setenv("https_proxy", "")
-	t.Setenv("ALL_PROXY", "")
-	t.Setenv("all_proxy", "")
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"} {
+		t.Setenv(v, "")
+	}
 	cache := t.TempDir()
-	cmd := exec.Command("bash", "envtest-download.sh")
-	cmd.Env = append(os.Environ(), "CLEANUP_E2E_CACHE="+cache, "ENVTEST_INDEX=https://index.invalid/envtest-releases.yaml")
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "index.invalid does not resolve") {
-		t.Errorf("an index whose host does not resolve: err=%v, output %q; want a failure naming the host", err, out)
+	out, err := script(t, cache, []string{"ENVTEST_INDEX=https://index.invalid/envtest-releases.yaml"}, "envtest-download.sh")
+	if err == nil || !strings.Contains(out, "index.invalid does not resolve") {
+		t.Errorf("an index whose host does not resolve: err=%v; want a failure naming the host", err)
 	}
 	if tools, _ := filepath.Glob(filepath.Join(cache, "bin", "tools", "setup-envtest@*")); len(tools) > 0 {
 		t.Errorf("setup-envtest was built (%v) though its index's host does not resolve", tools)
@@ -89,7 +69,7 @@ func TestEnvtestDownload(t *testing.T) {
 
 // envtestArchive is a release archive as controller-tools publishes it, with stand-in binaries (the
 // script checks that kube-apiserver reports the wanted version).
-func envtestArchive(t *testing.T, version string) []byte {
+func envtestArchive(t *testing.T, version string) string {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -112,7 +92,7 @@ func envtestArchive(t *testing.T, version string) []byte {
 	if err := gz.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	return buf.String()
 }
 
 func kubeVersion(t *testing.T) string { return pinned(t, "KUBE_VERSION") }

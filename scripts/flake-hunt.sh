@@ -12,7 +12,6 @@
 #                                   GINKGO_LABEL_FILTER narrows the specs as for make e2e
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
-ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 runs=${FLAKE_HUNT_RUNS:-20}
 contention=${FLAKE_HUNT_CONTENTION:-alternate}
 e2e_repeats=${FLAKE_HUNT_E2E_REPEATS:-10}

@@ -11,6 +11,7 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE_DIR=${CLEANUP_E2E_CACHE:-$REPO_ROOT/_cache}
 BIN_DIR=$CACHE_DIR/bin
 mkdir -p "$BIN_DIR"
+ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts} # JUnit, logs and failure artifacts of make test / make e2e
 
 # One compile mode (static, -trimpath, Kubernetes' build tags) for every go command the scripts run, so
 # a package compiled for one (most of ours are also in build-kube.sh's binaries) is reused by the others
@@ -59,6 +60,18 @@ step() {
 
 # stamp_ok FILE CONTENT: true when FILE exists and holds CONTENT (the inputs a cached output was made from).
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+
+# wrapper_module DIR MODULE@VERSION...: DIR as a module requiring those modules, so that `go build -mod=mod`
+# there builds one of their main packages (`go install pkg@version` refuses a module with replace
+# directives); the go command raises its go line to what they need. Rewritten when they change.
+wrapper_module() {
+  local dir=$1 m; shift
+  mkdir -p "$dir"
+  ! stamp_ok "$dir/.stamp" "$*" || return 0
+  { printf 'module cleanup-e2e.local/wrapper\n\ngo 1.25\n\nrequire (\n'; for m; do printf '\t%s %s\n' "${m%@*}" "${m##*@}"; done; echo ')'; } >"$dir/go.mod"
+  [ -f "$dir/main.go" ] || echo "package wrapper" >"$dir/doc.go"
+  echo "$*" >"$dir/.stamp"
+}
 
 # go_wrapper DIR OUTDIR WHAT ARGS...: `go build ARGS` in wrapper module DIR (one requiring the module to
 # build), after checking the disk has room for building WHAT into OUTDIR.

@@ -15,7 +15,6 @@
 #   SOAK_EXT_SEEDS=20             SOAK_EXT_ROUNDS=6         (chunks of 1; a failure shrunk with 6 re-runs)
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
-ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 out=$ARTIFACTS/soak
 seed=${SOAK_SEED:-$(printf '%(%s)T' -1)}
 minutes=${SOAK_MINUTES:-90}

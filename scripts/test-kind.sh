@@ -5,7 +5,6 @@
 # JUnit in $ARTIFACTS/junit-kind.xml; closing line "N passed, N failed, N skipped".
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
-ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 rm -f "$ARTIFACTS/junit-kind.xml"
 step "Docker (scripts/kind/docker.sh)" bash scripts/kind/docker.sh

@@ -4,7 +4,6 @@
 # time budget and one closing line "N passed, N failed, N skipped" over unit tests and Ginkgo specs.
 . "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
-ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 mkdir -p "$ARTIFACTS"
 # The closing line and the time budget count this run only; the mutation checks' artifacts, left on
 # purpose, would pile up.

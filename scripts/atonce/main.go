@@ -94,7 +94,7 @@ func runAll(runs []run, signals <-chan os.Signal, grace time.Duration, out, log 
 	done := make(chan ended, len(runs))
 	cmds := make([]*exec.Cmd, len(runs))
 	starts := make([]time.Time, len(runs))
-	status := 0
+	status, running := 0, 0
 	for i, r := range runs {
 		select {
 		case s := <-signals:
@@ -113,9 +113,10 @@ func runAll(runs []run, signals <-chan os.Signal, grace time.Duration, out, log 
 			continue
 		}
 		cmds[i], starts[i] = cmd, time.Now()
+		running++
 		go func() { done <- ended{i, cmd.Wait()} }()
 	}
-	for running := countStarted(cmds); running > 0; running-- {
+	for ; running > 0; running-- {
 		select {
 		case e := <-done:
 			r := runs[e.i]
@@ -149,16 +150,6 @@ func start(r run, out, log io.Writer) (*exec.Cmd, error) {
 		cmd.Stdout, cmd.Stderr = f, f
 	}
 	return cmd, cmd.Start()
-}
-
-func countStarted(cmds []*exec.Cmd) int {
-	n := 0
-	for _, c := range cmds {
-		if c != nil {
-			n++
-		}
-	}
-	return n
 }
 
 // stop sends one SIGTERM to the process group of every run still running (cmds holds those), waits

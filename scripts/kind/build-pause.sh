@@ -2,10 +2,8 @@
 # Builds the pod sandbox ("pause") binary from images/pause and its FROM-scratch image, tagged as
 # kubeadm $KUBE_VERSION expects ($PAUSE_IMAGE), so no node ever tries to pull it.
 #
-# Usage: scripts/kind/build-pause.sh [--image]   (--image: only print the image name)
+# Usage: scripts/kind/build-pause.sh
 . "$(dirname "$0")/lib.sh"
-
-[ "${1:-}" = --image ] && { echo "$PAUSE_IMAGE"; exit 0; }
 
 out=$BIN_DIR/pause-$PAUSE_VERSION
 src=$CACHE_DIR/src/pause

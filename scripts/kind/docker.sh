@@ -117,11 +117,8 @@ if sys_resource_missing; then
   log "CAP_SYS_RESOURCE is missing from the bounding set: docker needs the runc wrapper"
 fi
 
-if ! command -v dockerd >/dev/null; then
-  step "install docker.io (apt)" apt_install docker.io jq
-fi
 # jq edits daemon.json and the OCI specs in the runc wrapper.
-command -v jq >/dev/null || step "install jq (apt)" apt_install jq
+command -v dockerd >/dev/null && command -v jq >/dev/null || step "install docker.io and jq (apt)" apt_install docker.io jq
 
 # The wrapper is rewritten every time (cheap, atomic): a reused dockerd may point at a deleted one.
 [ "$need_wrapper" = 0 ] || step "write runc wrapper without CAP_SYS_RESOURCE" write_wrapper
