@@ -98,3 +98,21 @@ func TestKeepOrReplaceKeepsAnUnchangedBinary(t *testing.T) {
 		t.Fatalf("keep_or_replace: %s", out)
 	}
 }
+
+// wrapper_module writes a module requiring what it is given, a doc.go only where no main.go is, and
+// writes it again only when the requirements change (the go command edits go.mod in between).
+func TestWrapperModule(t *testing.T) {
+	dir := t.TempDir()
+	out, ok := lib(t, `d="`+dir+`"; wrapper_module "$d" example.com/a@v1.0.0 example.com/b/v2@v2.1.0 && cat "$d/go.mod" && ls "$d" &&
+		echo "// edited by go" >>"$d/go.mod" && wrapper_module "$d" example.com/a@v1.0.0 example.com/b/v2@v2.1.0 && grep -c edited "$d/go.mod" &&
+		wrapper_module "$d" example.com/a@v1.1.0 && echo --- && cat "$d/go.mod"`)
+	want := "require (\n\texample.com/a v1.0.0\n\texample.com/b/v2 v2.1.0\n)\ndoc.go\ngo.mod\n1\n---\n"
+	_, rewritten, _ := strings.Cut(out, "---\n")
+	if !ok || !strings.Contains(out, want) || strings.Contains(rewritten, "edited") || !strings.Contains(rewritten, "\texample.com/a v1.1.0\n)") {
+		t.Fatalf("want the requirements, doc.go, a go.mod kept while they are the same and rewritten when one changed:\n%s", out)
+	}
+	main := t.TempDir()
+	if out, ok := lib(t, `echo "package main" >"`+main+`/main.go" && wrapper_module "`+main+`" example.com/a@v1.0.0 && ls "`+main+`"`); !ok || strings.Contains(out, "doc.go") {
+		t.Fatalf("a doc.go beside main.go would be a second package in one directory: %s", out)
+	}
+}
