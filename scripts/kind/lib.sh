@@ -28,7 +28,8 @@ context_hash() {
 }
 
 # build_image IMAGE CONTEXT [DOCKERFILE [PREPARE...]]: docker build, skipped while IMAGE carries the
-# context's hash; IMAGE is added to the array built. Command PREPARE runs after hashing, so it may only add what derives from hashed inputs.
+# context's hash; IMAGE is added to the array built. Command PREPARE runs after hashing, so it may only
+# add what derives from hashed inputs.
 build_image() {
   local image=$1 ctx=$2 dockerfile=${3:-$2/Dockerfile} base input
   shift $(( $# < 3 ? $# : 3 ))
