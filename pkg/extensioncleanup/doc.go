@@ -113,13 +113,15 @@
 //     refuses the delete, naming the two ways out (wait for the controller to arm it, or opt out). The
 //     controller arms an opted-in ClusterExtension at its first reconcile of it; without the guard one
 //     deleted before that (the controller down, or a delete right after the annotation) got upstream's
-//     uninstall.
+//     uninstall. A foreground delete is refused, too, until the condition says Holding for the
+//     annotation's mode (its message starts with "<mode>:", set by arm once the holds are in place):
+//     the GC deletes a foreground-deleted owner's dependents first, and only the holds keep them.
 //
 // The windows left: a ClusterExtension deleted before the controller armed it while the unarmed guard
 // is not in force (not applied, or applied moments ago: the API server enforces a new policy once its
-// informers have it) is upstream's uninstall; a foreground deletion between the finalizer and the holds
-// (arm sets them in one reconcile) is not held; between a verification and the Deletes relying on it (≤ 1 s); a strip the GC
-// took more than gcSettle to apply. The orphan guard closes the window a foreground deletion opened
+// informers have it) is upstream's uninstall; objects an upgrade added are held at the next reconcile,
+// and a foreground deletion before then takes them; between a verification and the Deletes relying on
+// it (≤ 1 s); a strip the GC took more than gcSettle to apply. The orphan guard closes the window a foreground deletion opened
 // until foregroundDeletion goes: the GC strips the ClusterExtension's reference from a held CRD at once,
 // and operator-controller v1.2.0, which keeps reconciling a deleted ClusterExtension (no
 // deletionTimestamp check in ClusterExtensionReconciler.reconcile), would replace the holder's reference,

@@ -250,21 +250,21 @@ func (e *env) deleteCE(ctx context.Context, t *testing.T, policy metav1.Deletion
 	return at
 }
 
-// deleteUnarmed deletes the ClusterExtension, opted in but not armed (the controller stopped), and returns
-// nil when the unarmed guard refused the delete. The API server enforces a policy once its informers have
-// it, so dry-run deletes wait for the first refusal.
-func (e *env) deleteUnarmed(ctx context.Context) error {
+// deleteUnarmed deletes the ClusterExtension with policy, opted in but not armed or held for its mode
+// (the controller stopped), and returns nil when the unarmed guard refused the delete. The API server
+// enforces a policy once its informers have it, so dry-run deletes wait for the first refusal.
+func (e *env) deleteUnarmed(ctx context.Context, policy metav1.DeletionPropagation) error {
 	var last error
 	err := intervals.Wait(ctx, intervals.SpecStep, func() (bool, string) {
-		last = e.c.Delete(ctx, e.ce, client.DryRunAll)
+		last = e.c.Delete(ctx, e.ce, client.DryRunAll, client.PropagationPolicy(policy))
 		return last != nil, "a dry-run delete goes through"
 	})
 	if err != nil {
-		return fmt.Errorf("the unarmed guard never refused to delete opted-in ClusterExtension %s before the controller armed it: %w", e.ce.GetName(), err)
+		return fmt.Errorf("the unarmed guard never refused a %s delete of opted-in ClusterExtension %s before the controller armed it for its mode: %w", policy, e.ce.GetName(), err)
 	}
-	err = e.c.Delete(ctx, e.ce)
+	err = e.c.Delete(ctx, e.ce, client.PropagationPolicy(policy))
 	if !apierrors.IsForbidden(err) || !strings.Contains(fmt.Sprint(err), extensioncleanup.UnarmedGuardName) {
-		return fmt.Errorf("deleting opted-in ClusterExtension %s before the controller armed it: %v; want it refused by %s", e.ce.GetName(), err, extensioncleanup.UnarmedGuardName)
+		return fmt.Errorf("a %s delete of opted-in ClusterExtension %s before the controller armed it for its mode: %v; want it refused by %s", policy, e.ce.GetName(), err, extensioncleanup.UnarmedGuardName)
 	}
 	return nil
 }

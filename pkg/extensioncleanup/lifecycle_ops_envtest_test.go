@@ -45,8 +45,9 @@ type lifecycleOp struct {
 	// Legacy (delete-extension): an OLM v0 CSV claims the Widget CRD when the ClusterExtension is
 	// deleted, and is deleted once a delete-operands uninstall has said it is blocked (invariant 4).
 	Legacy bool
-	// Unarmed (set-opt-in, from no opt-in to one): the controller is stopped while the annotation is
-	// set, a delete then must be refused (invariant 8), and the controller is started again.
+	// Unarmed (set-opt-in to a mode): the controller is stopped while the annotation is set, a delete
+	// then must be refused (invariant 8: any delete from no opt-in, a foreground one from the other
+	// mode), and the controller is started again.
 	Unarmed bool
 }
 
@@ -58,7 +59,7 @@ func (o lifecycleOp) String() string {
 	case opMode:
 		s += fmt.Sprintf(" %q", o.Mode)
 		if o.Unarmed {
-			s += ", from no opt-in with the controller stopped and a delete tried"
+			s += ", with the controller stopped and a delete tried if the opt-in changes"
 		}
 	case opInstall:
 		s += fmt.Sprintf(" %s %q", o.Version, o.Mode)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -151,15 +152,17 @@ func (r *lifecycleRun) do(ctx context.Context, o lifecycleOp) bool {
 		r.n++
 		e.widgets = append(e.widgets, e.createWidget(ctx, t, o.NS, fmt.Sprintf("x%d", r.n)))
 	case opMode:
-		if o.Unarmed && r.mode == "" && o.Mode != "" {
+		// From no opt-in any delete is refused (no finalizer yet); from the other mode a foreground one
+		// (the holds are the other mode's).
+		if policy := unarmedPolicy(r.mode, o.Mode); o.Unarmed && policy != "" {
 			e.stop()
 			setAnnotation(ctx, t, e, o.Mode)
-			if err := e.deleteUnarmed(ctx); err != nil {
+			if err := e.deleteUnarmed(ctx, policy); err != nil {
 				r.violate("step %d: %v", o.Step, err)
 				r.stopped = true // the install's state is no longer what the operations assume
 				return true
 			}
-			t.Logf("step %d: the delete of the opted-in ClusterExtension the stopped controller had not armed was refused", o.Step)
+			t.Logf("step %d: the %s delete of the opted-in ClusterExtension the stopped controller had not armed for %q was refused", o.Step, policy, o.Mode)
 			e.start(ctx, t, r.opts)
 		} else {
 			setAnnotation(ctx, t, e, o.Mode)
@@ -337,4 +340,18 @@ func (r *lifecycleRun) plantDeletion(ctx context.Context, ns string) {
 		return
 	}
 	r.t.Fatalf("no live Widget in %s to delete", ns)
+}
+
+// unarmedPolicy is the delete the unarmed guard must refuse once the opt-in went from mode from to to
+// and the controller has not acted on it: any from no opt-in, a foreground one from the other mode, none
+// to no opt-in or to the same mode.
+func unarmedPolicy(from, to string) metav1.DeletionPropagation {
+	switch {
+	case to == "" || to == from:
+		return ""
+	case from == "":
+		return metav1.DeletePropagationBackground
+	default:
+		return metav1.DeletePropagationForeground
+	}
 }

@@ -212,7 +212,7 @@ func TestOptOut(t *testing.T) {
 	// uninstall. The unarmed guard refuses it until the restarted controller has armed it.
 	e.stop()
 	setAnnotation(ctx, t, e, extensioncleanup.ModeDeleteOperands)
-	if err := e.deleteUnarmed(ctx); err != nil {
+	if err := e.deleteUnarmed(ctx, metav1.DeletePropagationBackground); err != nil {
 		t.Fatal(err)
 	}
 	e.start(ctx, t, fast)

@@ -168,6 +168,7 @@ func (r *Reconciler) arm(ctx context.Context, ce *unstructured.Unstructured, m s
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// The unarmed guard admits a foreground deletion once Holding's message starts with "<mode>:".
 	msg := fmt.Sprintf("%s: on deletion %s; holding %d objects: %s", m, describeMode(m), len(held), capped(held, r.opts.MaxPendingListed))
 	if m == ModeOrphan {
 		if err := r.orphanGuard(ctx); err != nil { // said now, not only once the user deletes it

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cleanup-e2e/cleanup-e2e/framework/cluster/envtest"
@@ -19,7 +21,8 @@ import (
 // that does not carry the controller's Finalizer yet (a deletion then would be OLM v1's own uninstall, the
 // CRDs and every CR taken at once), with a message that says why and the two ways out, and refuses
 // nothing else: an armed one, one already being deleted, one not opted in (no annotation, or a value the
-// controller ignores), one opted out. Without the policy the same delete goes through (so the test can
+// controller ignores), one opted out; and a foreground delete of an armed one until the controller
+// holds its objects for its mode (condition Holding). Without the policy the same delete goes through (so the test can
 // tell the policy works), and a deletecollection is refused item by item as a delete is.
 func TestUnarmedGuard(t *testing.T) {
 	t.Parallel()
@@ -91,6 +94,31 @@ func TestUnarmedGuard(t *testing.T) {
 	patchFinalizers(ctx, t, c, armed, testFinalizer)
 	allowed("one already being deleted", armed)
 	patchFinalizers(ctx, t, c, armed)
+
+	// A foreground deletion has the GC delete the dependents first: refused until the controller says it
+	// holds them for the annotation's mode, whatever it said for another mode (a switch not acted on yet).
+	held := create("held", extensioncleanup.ModeDeleteOperands, extensioncleanup.Finalizer, testFinalizer)
+	foreground := client.PropagationPolicy(metav1.DeletePropagationForeground)
+	for _, said := range []string{"", extensioncleanup.ModeOrphan + ": on deletion the CRDs stay; holding 2 objects"} {
+		if said != "" {
+			setHolding(ctx, t, c, held, said)
+		}
+		err := c.Delete(ctx, held, foreground)
+		if !refused(err) {
+			t.Fatalf("a foreground delete of ClusterExtension %s, armed, its condition saying %q: %v; want it refused", held.GetName(), said, err)
+		}
+		for _, want := range []string{"ClusterExtension held opts in", "does not hold its objects for that mode yet",
+			"starting " + extensioncleanup.ModeDeleteOperands + ":", "foreground deletion", "delete it in the background", "remove the annotation"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the refusal %q does not say %q", err, want)
+			}
+		}
+	}
+	setHolding(ctx, t, c, held, extensioncleanup.ModeDeleteOperands+": on deletion the operands go first; holding 5 objects")
+	if err := c.Delete(ctx, held, foreground); err != nil {
+		t.Errorf("a foreground delete of ClusterExtension %s, held for its mode: %v; want it to go through", held.GetName(), err)
+	}
+	patchFinalizers(ctx, t, c, held)
 	// The opt-out is the way out the refusal names.
 	if err := c.Patch(ctx, unarmed, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"metadata":{"annotations":{"`+extensioncleanup.UninstallAnnotation+`":null}}}`))); err != nil {
@@ -108,6 +136,25 @@ func TestUnarmedGuard(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(left), left); err != nil {
 		t.Errorf("an unarmed opted-in ClusterExtension after a deletecollection: %v; want it kept", err)
+	}
+}
+
+// setHolding gives the ClusterExtension the controller's Holding condition with message msg.
+func setHolding(ctx context.Context, t *testing.T, c client.Client, ce *unstructured.Unstructured, msg string) {
+	t.Helper()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ce), ce); err != nil {
+		t.Fatal(err)
+	}
+	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&metav1.Condition{Type: extensioncleanup.ConditionType,
+		Status: metav1.ConditionTrue, Reason: extensioncleanup.ReasonHolding, Message: msg, LastTransitionTime: metav1.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(ce.Object, []any{cond}, "status", "conditions"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Status().Update(ctx, ce); err != nil {
+		t.Fatal(err)
 	}
 }
 
