@@ -96,8 +96,12 @@
 // its operands stay, their finalizers never to run. The unarmed guard (UnarmedGuardName, a
 // ValidatingAdmissionPolicy in config/operand-cleanup/42-unarmed-csv-guard.yaml; TestUnarmedGuard)
 // refuses that delete, naming the ways out (wait for Finalizer, or opt out); it leaves alone OLM's copies,
-// a CSV OLM deletes as replaced (phase Deleting) and one already being deleted. Where the policy is not in
-// force (not applied, or applied moments ago), the deletion is OLM's own, without operand cleanup.
+// a CSV OLM deletes as replaced (phase Deleting) and one already being deleted. It refuses a foreground
+// delete of an opted-in CSV even once armed: the garbage collector would delete what the CSV owns, the
+// operator's Deployment first, while Finalizer keeps the CSV for a cleanup with no operator left to
+// finalize (OLM never deletes a CSV so; a background delete, the default, is what the cleanup holds).
+// Where the policy is not in force (not applied, or applied moments ago), the deletion is OLM's own,
+// without operand cleanup, and a foreground one loses the operator first.
 //
 // The one window left: between a live re-verification and the Deletes that rely on it (sent within 1 s
 // of it, plus the time a Delete already sent takes), a new successor or installation can appear; the

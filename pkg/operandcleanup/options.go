@@ -15,7 +15,8 @@ const (
 	// UnarmedGuardName names the ValidatingAdmissionPolicy, and its binding, that refuse to delete an
 	// opted-in CSV this controller has not armed yet, i.e. without Finalizer
 	// (config/operand-cleanup/42-unarmed-csv-guard.yaml): deleted before the controller's first reconcile
-	// of it, its operator would go and its operands stay, their finalizers never to run.
+	// of it, its operator would go and its operands stay, their finalizers never to run. It also refuses a
+	// foreground delete of an opted-in CSV, which would have the GC delete the operator first.
 	UnarmedGuardName = "unarmed-csvs.cleanup-e2e.io"
 
 	// HandOverAnnotation is set (to the predecessor's name) on a successor together with

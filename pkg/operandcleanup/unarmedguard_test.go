@@ -2,6 +2,7 @@ package operandcleanup
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,9 +44,45 @@ func TestUnarmedGuard(t *testing.T) {
 		}
 		return csv
 	}
+	setFinalizers := func(csv *v1alpha1.ClusterServiceVersion, fs ...string) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(csv), csv); err != nil {
+			t.Fatal(err)
+		}
+		orig := csv.DeepCopy()
+		csv.Finalizers = fs
+		if err := c.Patch(ctx, csv, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := c.Delete(ctx, create("before-the-guard", true)); err != nil {
 		t.Fatalf("without the guard, deleting an unarmed opted-in CSV should go through (else this test cannot tell the guard works): %v", err)
 	}
+	// Why a foreground deletion is refused even once armed: the GC deletes what the CSV owns, here its
+	// operator's Deployment (owned as OLM owns it), while the finalizer still keeps the CSV.
+	foreground := client.PropagationPolicy(metav1.DeletePropagationForeground)
+	held := create("held", true, func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = []string{Finalizer} })
+	operator := newOperatorDeployment(ns)
+	f := false // owned as OLM owns its operator's Deployment (ownerutil.AddNonBlockingOwner)
+	operator.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(),
+		Kind: v1alpha1.ClusterServiceVersionKind, Name: held.Name, UID: held.UID, Controller: &f, BlockOwnerDeletion: &f}}
+	if err := c.Create(ctx, operator); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, held, foreground); err != nil {
+		t.Fatalf("without the guard, a foreground delete of an armed CSV should go through: %v", err)
+	}
+	err := intervals.Wait(ctx, intervals.GarbageCollecting, func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(operator), operator)
+		return apierrors.IsNotFound(err), fmt.Sprintf("Deployment %s: %v", operator.Name, err)
+	})
+	if err != nil {
+		t.Fatalf("a foreground delete of armed CSV %s: want the GC to delete its operator's Deployment while the finalizer keeps the CSV: %v", held.Name, err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(held), held); err != nil || !slices.Contains(held.Finalizers, Finalizer) {
+		t.Fatalf("CSV %s after its operator's Deployment went: %v, finalizers %v; want it kept by %s", held.Name, err, held.Finalizers, Finalizer)
+	}
+	setFinalizers(held)
 	guard, err := operandcleanupconfig.Named(UnarmedGuardName)
 	if err != nil || len(guard) != 2 {
 		t.Fatalf("config/operand-cleanup's %s: %d objects, %v; want the policy and its binding", UnarmedGuardName, len(guard), err)
@@ -74,6 +111,26 @@ func TestUnarmedGuard(t *testing.T) {
 		}
 	}
 	t.Logf("refused as expected: %v", err)
+	armedForeground := create("armed-foreground", true, func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = []string{Finalizer} })
+	for _, csv := range []*v1alpha1.ClusterServiceVersion{armedForeground, unarmed} {
+		err := c.Delete(ctx, csv, foreground)
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("a foreground delete of opted-in CSV %s (finalizers %v): %v; want it refused", csv.Name, csv.Finalizers, err)
+		}
+		if csv != armedForeground {
+			continue
+		}
+		for _, want := range []string{"ClusterServiceVersion " + ns + "/armed-foreground opts in", "foreground deletion",
+			"the Deployment of its operator first", "Delete it in the background", "set spec.cleanup.enabled to false"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the refusal %q does not say %q", err, want)
+			}
+		}
+	}
+	if err := c.Delete(ctx, armedForeground); err != nil {
+		t.Errorf("a background delete of armed CSV %s was refused: %v", armedForeground.Name, err)
+	}
+	setFinalizers(armedForeground)
 
 	allowed := func(what string, csv *v1alpha1.ClusterServiceVersion) {
 		t.Helper()
@@ -95,17 +152,6 @@ func TestUnarmedGuard(t *testing.T) {
 	armed := create("armed", true, func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = []string{Finalizer, testFinalizer} })
 	allowed("an armed one", armed)
 	// Finished by the controller (its finalizer gone) while another finalizer keeps it: a second delete.
-	setFinalizers := func(csv *v1alpha1.ClusterServiceVersion, fs ...string) {
-		t.Helper()
-		if err := c.Get(ctx, client.ObjectKeyFromObject(csv), csv); err != nil {
-			t.Fatal(err)
-		}
-		orig := csv.DeepCopy()
-		csv.Finalizers = fs
-		if err := c.Patch(ctx, csv, client.MergeFrom(orig)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	setFinalizers(armed, testFinalizer)
 	allowed("one already being deleted", armed)
 	setFinalizers(armed)
