@@ -10,8 +10,8 @@ import (
 
 // AnyLive asks the API server (not a cache) whether any object that keeps the plan's cleanup pending
 // (Plan.Counts) still exists. It is the last check before a caller lets the operator go, so a CR created
-// after a pass listed its namespace is not missed. Namespaces the plan Skips are not listed; where not
-// every object counts, the list is paged until one that counts turns up. The lists run concurrently
+// after a pass listed its namespace is not missed. Where not every object counts, the list is paged until
+// one that counts turns up. The lists run concurrently
 // under Sem.
 func (r *Runner) AnyLive(ctx context.Context, p Plan) (bool, error) {
 	type query struct {
@@ -21,9 +21,6 @@ func (r *Runner) AnyLive(ctx context.Context, p Plan) (bool, error) {
 	var qs []query
 	for _, t := range p.Types() {
 		for _, ns := range p.Namespaces(t) {
-			if ns != "" && p.Skips(t.GVK.GroupKind(), ns) {
-				continue
-			}
 			qs = append(qs, query{t, ns})
 		}
 	}

@@ -27,8 +27,6 @@ type Plan interface {
 	// Counts reports whether an object keeps the cleanup pending: Allows permits it, or it is being
 	// deleted where the operator must finalize it.
 	Counts(gk schema.GroupKind, namespace string, deleting bool) bool
-	// Skips reports a namespace AnyLive need not list for gk (nothing there can count).
-	Skips(gk schema.GroupKind, namespace string) bool
 	// AllCount reports that every object of gk listed in namespace ("" cluster-wide) counts, so that
 	// AnyLive can answer from one item.
 	AllCount(gk schema.GroupKind, namespace string) bool

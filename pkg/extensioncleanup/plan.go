@@ -102,7 +102,6 @@ func (p *plan) Counts(gk schema.GroupKind, ns string, _ bool) bool {
 	}
 	return p.Allows(gk, ns) == nil
 }
-func (p *plan) Skips(schema.GroupKind, string) bool { return false }
 func (p *plan) AllCount(gk schema.GroupKind, ns string) bool {
 	_, ok := p.allowed[gk]
 	_, waited := p.waited[gk]

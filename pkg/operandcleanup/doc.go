@@ -75,9 +75,11 @@
 //     its CRD with the operand's namespace among its targets (for cluster-scoped types: owns it at all),
 //     and no OLM v1 ClusterExtension installed the CRD too (its reference on the CRD, or the hold of its
 //     ordered uninstall: counted as serving every namespace, extensionClaim).
-//     Such operands are left in place and named in the status message. One whose targets OLM has not
-//     set yet blocks the cleanup until it has (nothing is deleted meanwhile); one OLM failed for want
-//     of a single OperatorGroup counts as serving every namespace.
+//     Such operands are left in place and named in the status message; one already being deleted where
+//     the operator watched is still waited for (invariant 7: the other installation may go first, as a
+//     ClusterExtension that claimed the CRD after the cleanup's deletes and let it go). One whose
+//     targets OLM has not set yet blocks the cleanup until it has (nothing is deleted meanwhile); one
+//     OLM failed for want of a single OperatorGroup counts as serving every namespace.
 //  4. An opt-in is never lost: the controller never sets spec.cleanup.enabled to false; it copies true to
 //     successors, and a CSV whose successor vanished keeps the user's value.
 //  5. A cleanup that cannot finish says why in the CSV's status (phase Cleanup with WaitingOnCleanup and

@@ -1,6 +1,8 @@
 package operandcleanup
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -141,6 +143,30 @@ var _ = Describe("lifecycle regressions", func() {
 		r := &Reconciler{live: tenv.admin}
 		Expect(r.wantsRBACHold(ctx, keyOf(csv))).To(BeFalse(), "the live CSV no longer wants a hold")
 		updateCSV(keyOf(csv), func(c *v1alpha1.ClusterServiceVersion) { c.Finalizers = nil })
+	})
+
+	// Found by the randomized lifecycle (seed 652380): the claim made the Gears "another installation's",
+	// the cleanup no longer waited for them, and the operator went with them Terminating; the
+	// ClusterExtension let the CRD go again and nothing ever finalized them.
+	It("case 7: the CRs a cleanup deleted are finished before the operator goes, though another installation claims their CRD meanwhile", func() {
+		ns := newNamespace("claimed")
+		csv := createCSV(ns, "op.v1", cleanupEnabled(true), targetNamespaces(ns), owns(lifecycleKind))
+		gears := createOperands(lifecycleKind, ns, "g", 2, testFinalizer)
+		Eventually(csvFinalizers(keyOf(csv))).Should(ContainElement(Finalizer))
+		deleteCSV(csv)
+		Eventually(allInState(gears, "deleting")).Should(BeTrue())
+
+		By("an OLM v1 ClusterExtension installs the Gear CRD too (its controller reference on the CRD), the controller restarting meanwhile (a new plan)")
+		DeferCleanup(setExtensionClaim, false)
+		restartController(func() { setExtensionClaim(true) })
+		Consistently(csvGone(keyOf(csv))).WithTimeout(5*time.Second).Should(BeFalse(),
+			"the operator must stay until it has finalized the Gears the cleanup deleted: the ClusterExtension may let the CRD go before finalizing them")
+		Expect(getCSV(keyOf(csv)).Status.Message).To(ContainSubstring("2 CRs"), "the status names what the cleanup waits for")
+
+		By("the ClusterExtension lets the CRD go; the operator finalizes the Gears")
+		setExtensionClaim(false)
+		releaseOperands(gears...)
+		Eventually(csvGone(keyOf(csv))).Should(BeTrue())
 	})
 })
 

@@ -98,11 +98,6 @@ func (p *plan) Counts(gk schema.GroupKind, namespace string, deleting bool) bool
 	return p.counts(gk, namespace, deleting)
 }
 
-// Skips a namespace another installation serves.
-func (p *plan) Skips(gk schema.GroupKind, namespace string) bool {
-	return p.excluded[gk].covers(namespace)
-}
-
 // AllCount: no exclusion for gk and the namespace (or all of them) is a target.
 func (p *plan) AllCount(gk schema.GroupKind, ns string) bool {
 	return p.excluded[gk] == nil && ((ns == "" && p.targets.all) || (ns != "" && p.targets.contains(ns)))

@@ -67,11 +67,12 @@ func (p *plan) allows(gk schema.GroupKind, namespace string) error {
 }
 
 // awaits reports whether an operand of gk in namespace, once being deleted, keeps the cleanup pending: the
-// operator watched its namespace when the uninstall began (cluster-scoped: it was global) and no other
-// installation serves it there.
+// operator watched its namespace when the uninstall began (cluster-scoped: it was global), whether or not
+// another installation serves it there now (invariant 7): that one may be gone before it finalizes it, as
+// an OLM v1 ClusterExtension that claimed the CRD after this cleanup's deletes and let it go again.
 func (p *plan) awaits(gk schema.GroupKind, namespace string) bool {
 	namespaced, ok := p.allowed[gk]
-	if !ok || p.excluded[gk].covers(namespace) {
+	if !ok {
 		return false
 	}
 	if !namespaced {
