@@ -11,8 +11,7 @@ import (
 // AnyLive asks the API server (not a cache) whether any object that keeps the plan's cleanup pending
 // (Plan.Counts) still exists. It is the last check before a caller lets the operator go, so a CR created
 // after a pass listed its namespace is not missed. Where not every object counts, the list is paged until
-// one that counts turns up. The lists run concurrently
-// under Sem.
+// one that counts turns up. The lists run concurrently under Sem.
 func (r *Runner) AnyLive(ctx context.Context, p Plan) (bool, error) {
 	type query struct {
 		t  Type
