@@ -60,7 +60,8 @@
 //     before the Delete, exists with the same UID, is being deleted, carries Finalizer and is opted in
 //     with delete-operands; the CR's kind is one of X's CRDs, not being deleted, that no other
 //     ClusterExtension references and no OLM v0 CSV owns or requires (the former are left and named in
-//     the condition, the latter block the uninstall: invariant 4); its namespace is one X's operator
+//     the condition, those already being deleted waited for, as the other extension may let the CRD go
+//     first; the latter block the uninstall: invariant 4); its namespace is one X's operator
 //     watches (cluster-scoped only for an operator watching all namespaces); it is the very object
 //     listed (UID precondition).
 //  2. Nothing is deleted for a ClusterExtension that is not being deleted: an upgrade that drops a CRD is

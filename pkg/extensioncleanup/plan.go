@@ -27,6 +27,10 @@ type plan struct {
 	// controller, but they keep the uninstall pending like any other, so that their operator is not let
 	// go while it still has them to finalize.
 	waited map[schema.GroupKind]bool
+	// shared maps the GroupKinds of the extension's CRDs another ClusterExtension also references to
+	// whether they are namespaced: their CRs are never deleted, but one already being deleted keeps the
+	// uninstall pending (the other extension may let the CRD go before its operator finalizes it).
+	shared map[schema.GroupKind]bool
 	// blocked: the extension's CRDs an OLM v0 CSV also owns or requires ("crd (CSV ns/name)"). Their
 	// CRs may be that operator's, so they are never deleted; but the garbage collector deletes the CRD,
 	// and every CR of it, with the ClusterExtension, so the operator is not let go either (invariant 4).
@@ -96,9 +100,12 @@ func (p *plan) WaitsOnly(gk schema.GroupKind) bool {
 	return ok
 }
 
-func (p *plan) Counts(gk schema.GroupKind, ns string, _ bool) bool {
+func (p *plan) Counts(gk schema.GroupKind, ns string, deleting bool) bool {
 	if namespaced, ok := p.waited[gk]; ok {
 		return p.inScope(gk, namespaced, ns) == nil
+	}
+	if namespaced, ok := p.shared[gk]; ok {
+		return deleting && p.inScope(gk, namespaced, ns) == nil
 	}
 	return p.Allows(gk, ns) == nil
 }
@@ -124,16 +131,20 @@ func (p *plan) key() string {
 	for gk, ns := range p.waited {
 		gks = append(gks, fmt.Sprintf("%s:%t:waited", gk, ns))
 	}
+	for gk, ns := range p.shared {
+		gks = append(gks, fmt.Sprintf("%s:%t:shared", gk, ns))
+	}
 	sort.Strings(gks)
 	return strings.Join(gks, ";") + "|" + p.scope() + "|" + strings.Join(p.blocked, ";")
 }
 
 // buildPlan reads, live, the CRDs the extension owns and its operator's watched namespaces (the
 // olm.targetNamespaces annotation operator-controller puts on each Deployment's pod template; "" or
-// absent: all namespaces, v1.2.0's default). A CRD another ClusterExtension also claims is left out
-// (its reference keeps the CRD) and named in the notes; one an OLM v0 CSV claims blocks the uninstall.
+// absent: all namespaces, v1.2.0's default). The CRs of a CRD another ClusterExtension also claims are
+// never deleted (its reference keeps the CRD), only waited for once being deleted, and named in the
+// notes; a CRD an OLM v0 CSV claims blocks the uninstall.
 func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructured, holderUID types.UID) (*plan, error) {
-	p := &plan{allowed: map[schema.GroupKind]bool{}, waited: map[schema.GroupKind]bool{}, all: true}
+	p := &plan{allowed: map[schema.GroupKind]bool{}, waited: map[schema.GroupKind]bool{}, shared: map[schema.GroupKind]bool{}, all: true}
 	deps, err := r.installed(ctx, ce, holderUID, deploymentGVK)
 	if err != nil {
 		return nil, err
@@ -169,11 +180,10 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 	}
 	var shared, skipped, waited []string
 	for _, m := range crds {
-		if ownedByOtherExtension(m, ce) {
-			shared = append(shared, m.Name+" (another ClusterExtension)")
-			continue
-		}
-		if by := claimed[m.Name]; by != "" {
+		// Another ClusterExtension's reference keeps the CRD from the garbage collector: no OLM v0 claim
+		// blocks then (invariant 4 is about the CRD going with this extension).
+		isShared := ownedByOtherExtension(m, ce)
+		if by := claimed[m.Name]; by != "" && !isShared {
 			p.blocked = append(p.blocked, m.Name+" (CSV "+by+")")
 			continue
 		}
@@ -192,10 +202,14 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 			skipped = append(skipped, m.Name+" (cluster-scoped, operator not watching all namespaces)")
 			continue
 		}
-		if crd.DeletionTimestamp != nil {
+		switch {
+		case isShared:
+			p.shared[gk] = namespaced
+			shared = append(shared, m.Name+" (another ClusterExtension)")
+		case crd.DeletionTimestamp != nil:
 			p.waited[gk] = namespaced
 			waited = append(waited, m.Name)
-		} else {
+		default:
 			p.allowed[gk] = namespaced
 		}
 		p.types = append(p.types, cleanuppass.Type{GVK: gk.WithVersion(version), Namespaced: namespaced})
@@ -204,7 +218,7 @@ func (r *Reconciler) buildPlan(ctx context.Context, ce *unstructured.Unstructure
 	sort.Strings(p.blocked)
 	if len(shared) > 0 {
 		sort.Strings(shared)
-		p.notes = append(p.notes, "CRDs also claimed elsewhere, their CRs left in place: "+strings.Join(shared, ", "))
+		p.notes = append(p.notes, "CRDs also claimed elsewhere, their CRs left in place (those being deleted waited for): "+strings.Join(shared, ", "))
 	}
 	if len(waited) > 0 {
 		p.notes = append(p.notes, "CRDs being deleted, their CRs waited for (the API server deletes them): "+strings.Join(waited, ", "))

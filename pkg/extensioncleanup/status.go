@@ -111,7 +111,9 @@ func pendingMessage(res cleanuppass.Result, p *plan) string {
 func kindsOf(p *plan) string {
 	var ks []string
 	for _, t := range p.types {
-		ks = append(ks, t.GVK.GroupKind().String())
+		if _, shared := p.shared[t.GVK.GroupKind()]; !shared { // named in the notes: never deleted
+			ks = append(ks, t.GVK.GroupKind().String())
+		}
 	}
 	if len(ks) == 0 {
 		return "no kind"
